@@ -1,0 +1,35 @@
+"""The `codefu` command: one subcommand per role, each defined beside the code it drives."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from codefu.errors import CodefuError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from codefu.data import cli as data_cli
+    from codefu.judge import cli as judge_cli
+
+    parser = argparse.ArgumentParser(prog="codefu", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    judge_cli.add_parser(sub)
+    data_cli.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except CodefuError as e:
+        print(f"codefu {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"codefu {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

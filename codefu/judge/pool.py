@@ -1,0 +1,149 @@
+"""The judge spread over a Ray cluster: one judge actor per node, each using that node's CPUs.
+
+Actors are thin wrappers around `Judge`. The pool keeps a bounded number of submissions in flight per
+actor, gives each submission a global timeout, and resubmits work whose actor died to another actor
+(restarting the dead one). Without Ray, `Judge.judge_many` is the local pool with the same interface.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+import ray
+from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from codefu.judge.judge import Judge, JudgeConfig
+from codefu.types import Problem, Status, Verdict
+
+log = logging.getLogger(__name__)
+
+
+class JudgeWorker:
+    """What runs inside a judge actor: a `Judge` sized to the CPUs the actor holds."""
+
+    def __init__(self, config: JudgeConfig):
+        self.judge_ = Judge(config)
+
+    def judge(self, problem: Problem, response: str) -> Verdict:
+        return self.judge_.judge(problem, response)
+
+    def node(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    def compile_cache_stats(self) -> dict[str, int]:
+        return {"hits": self.judge_.compiler.hits, "misses": self.judge_.compiler.misses}
+
+
+JudgeActor = ray.remote(JudgeWorker)
+
+
+@dataclass
+class PoolConfig:
+    cpus_per_node: float | None = None
+    """CPUs each node's judge actor reserves and runs sandboxes on (None: all the node's CPUs)."""
+    in_flight_per_worker: int = 2
+    """Submissions queued per sandbox slot: enough to keep CPUs busy, few enough to spread work."""
+    submission_timeout_s: float = 600.0
+    """A submission not judged by then is SANDBOX_ERROR (counted as ours, not the model's)."""
+    max_attempts: int = 3
+    """Tries per submission when actors die under it."""
+
+
+@dataclass
+class _Slot:
+    actor: ray.actor.ActorHandle
+    node_id: str
+    workers: int
+    in_flight: int = 0
+
+
+class RayJudgePool:
+    def __init__(self, judge: JudgeConfig | None = None, pool: PoolConfig | None = None):
+        if not ray.is_initialized():
+            raise RuntimeError("RayJudgePool needs ray.init() first")
+        self.judge_config = judge or JudgeConfig()
+        self.config = pool or PoolConfig()
+        nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
+        if not nodes:
+            raise RuntimeError("no Ray node with a CPU is alive: the judge needs at least one")
+        self.slots = [self._start(n["NodeID"], n["Resources"]["CPU"]) for n in nodes]
+        ray.get([s.actor.node.remote() for s in self.slots])  # fail here, not mid-run, if actors can't start
+
+    def _start(self, node_id: str, node_cpus: float) -> _Slot:
+        cpus = min(self.config.cpus_per_node or node_cpus, node_cpus)
+        workers = max(1, int(cpus))
+        actor = JudgeActor.options(
+            num_cpus=cpus,
+            max_concurrency=workers * self.config.in_flight_per_worker,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+        ).remote(replace(self.judge_config, workers=workers))
+        return _Slot(actor, node_id, workers)
+
+    @property
+    def capacity(self) -> int:
+        return sum(s.workers for s in self.slots)
+
+    def judge_many(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
+        """Judge every (problem, response); yields (position, verdict) as each finishes."""
+        problem_refs: dict[int, ray.ObjectRef] = {}
+        queue: deque[tuple[int, ray.ObjectRef, str, int]] = deque()
+        for i, (problem, response) in enumerate(items):
+            ref = problem_refs.setdefault(id(problem), ray.put(problem))
+            queue.append((i, ref, response, 1))
+        in_flight: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, str, int, _Slot, float]] = {}
+        while queue or in_flight:
+            self._dispatch(queue, in_flight)
+            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            for ref in done:
+                i, pref, response, attempt, slot, _ = in_flight.pop(ref)
+                slot.in_flight -= 1
+                try:
+                    yield i, ray.get(ref)
+                except (RayActorError, RayTaskError, GetTimeoutError) as e:
+                    if attempt >= self.config.max_attempts:
+                        yield i, Verdict(Status.SANDBOX_ERROR, message=f"judge worker failed {attempt} times: {e}")
+                        continue
+                    log.warning("judge worker on node %s failed (%s); retrying elsewhere", slot.node_id, e)
+                    self._restart(slot)
+                    queue.appendleft((i, pref, response, attempt + 1))
+            now = time.monotonic()
+            for ref, (i, _, _, _, slot, started) in list(in_flight.items()):
+                if now - started > self.config.submission_timeout_s:
+                    in_flight.pop(ref)
+                    slot.in_flight -= 1
+                    ray.cancel(ref, force=False)
+                    yield i, Verdict(Status.SANDBOX_ERROR, message="judge timeout for this submission")
+
+    def _dispatch(self, queue, in_flight) -> None:
+        while queue:
+            slot = min(self.slots, key=lambda s: s.in_flight / s.workers)
+            if slot.in_flight >= slot.workers * self.config.in_flight_per_worker:
+                return
+            i, pref, response, attempt = queue.popleft()
+            ref = slot.actor.judge.remote(pref, response)
+            slot.in_flight += 1
+            in_flight[ref] = (i, pref, response, attempt, slot, time.monotonic())
+
+    def _restart(self, slot: _Slot) -> None:
+        """Replace a dead actor (its node may be gone: then drop the slot if others remain)."""
+        try:
+            ray.get(slot.actor.node.remote(), timeout=10)
+            return  # still alive: the failure was the task's, not the actor's
+        except Exception:  # noqa: BLE001 - any failure to answer means the actor is gone
+            pass
+        alive = {n["NodeID"]: n for n in ray.nodes() if n["Alive"]}
+        if slot.node_id in alive:
+            fresh = self._start(slot.node_id, alive[slot.node_id]["Resources"].get("CPU", 1))
+            slot.actor, slot.workers = fresh.actor, fresh.workers
+        elif len(self.slots) > 1:
+            self.slots.remove(slot)
+
+    def close(self) -> None:
+        for s in self.slots:
+            ray.kill(s.actor)
+        self.slots = []

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs everything codefu needs on Debian/Ubuntu with Python 3.11+: system packages (the sandbox and
+# the compilers the judge runs), then the Python package with its test tools. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SYSTEM_PACKAGES=(bubblewrap g++ util-linux)
+missing=()
+for pkg in "${SYSTEM_PACKAGES[@]}"; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+python3 -m pip install -q -e '.[dev]'
