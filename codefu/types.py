@@ -7,7 +7,7 @@ without the others.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 Language = Literal["cpp", "python"]
@@ -58,7 +58,7 @@ class Problem:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     ACCEPTED = "ACCEPTED"
     WRONG_ANSWER = "WRONG_ANSWER"
     TIME_LIMIT = "TIME_LIMIT"

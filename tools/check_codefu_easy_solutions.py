@@ -33,7 +33,7 @@ def tokens_match(got: str, want: str) -> bool:
     g, w = got.split(), want.split()
     if len(g) != len(w):
         return False
-    for a, b in zip(g, w):
+    for a, b in zip(g, w, strict=True):
         if a == b:
             continue
         if a.upper() in ("YES", "NO") and a.upper() == b.upper():
@@ -117,8 +117,8 @@ def main():
                 problems.append("duplicate index")
             seen.add(idx)
             tl = gt["time_limit"]["seconds"] + gt["time_limit"]["nanos"] / 1e9
-            priv = list(zip(gt["private_tests"]["input"], gt["private_tests"]["output"]))
-            pub = list(zip(gt["public_tests"]["input"], gt["public_tests"]["output"]))
+            priv = list(zip(gt["private_tests"]["input"], gt["private_tests"]["output"], strict=True))
+            pub = list(zip(gt["public_tests"]["input"], gt["public_tests"]["output"], strict=True))
             try:
                 c_argv = build(e["correct"], e["language"], wd, f"c{idx}")
                 w_argv = build(e["wrong"], e["language"], wd, f"w{idx}")

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
+import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +158,11 @@ class CgroupManager:
     def __init__(self, version: int, parents: dict[str, Path]):
         self.version = version
         self.parents = parents
+        # A group stays busy for a moment after its last process died (the kernel is still tearing the
+        # pid namespace down); a background thread removes such groups so runs do not wait for it.
+        self._busy: queue.Queue[RunCgroup | None] = queue.Queue()
+        self._reaper = threading.Thread(target=self._reap, name="cgroup-reaper", daemon=True)
+        self._reaper.start()
 
     @classmethod
     def detect(cls, mode: str = "auto", root: str | None = None) -> CgroupManager | None:
@@ -237,7 +245,26 @@ class CgroupManager:
             raise
         return RunCgroup(dirs, self.version)
 
+    def release(self, cg: RunCgroup) -> None:
+        """Remove a run's group now if it is empty, else soon, in the background."""
+        cg.remove()
+        if any(d.exists() for d in cg.dirs.values()):
+            self._busy.put(cg)
+
+    def _reap(self) -> None:
+        while (cg := self._busy.get()) is not None:
+            for attempt in range(500):
+                cg.kill_all()
+                cg.remove()
+                if not any(d.exists() for d in cg.dirs.values()):
+                    break
+                time.sleep(0.002 * min(attempt + 1, 10))
+            else:
+                log.warning("cgroup %s still busy long after its run", cg.dirs)
+
     def close(self) -> None:
+        self._busy.put(None)
+        self._reaper.join()
         for parent in self.parents.values():
             for child in parent.iterdir() if parent.exists() else []:
                 if child.is_dir():

@@ -4,8 +4,9 @@ The default rule compares whitespace-separated tokens, so line breaks, trailing 
 final newline never matter (CodeContests expected outputs carry trailing blanks on inner lines). Per
 token pair, where `expected` decides the kind:
 
-- integer tokens (`-?digits`) must be integers of the same value, at any size, exactly: a float
-  tolerance would accept wrong 64-bit answers, and `3.0` is not an integer answer on Codeforces;
+- integer tokens (`-?digits`) must be the very same token, at any size: a float tolerance would
+  accept wrong 64-bit answers, and `3.0`, `+3` or `003` are not the answer `3` (Codeforces' default
+  token checker `wcmp` compares the strings, and a reward should not teach sloppy formatting);
 - a real-number expected token accepts any real within absolute or relative error `float_tol`
   (1e-6 by default): testlib's `doubleCompare`, as used by its `rcmp6` checker;
 - `yes`/`no` (any case) compare case-insensitively, as Codeforces accepts for yes/no problems;
@@ -39,18 +40,11 @@ def double_equal(expected: float, actual: float, tol: float) -> bool:
     return lo - 1e-15 <= actual <= hi + 1e-15
 
 
-def _int_value(token: str) -> tuple[bool, str]:
-    """(negative, digits without leading zeros): exact at any length, no int() digit limit."""
-    negative = token[0] == "-"
-    digits = token.lstrip("+-").lstrip("0") or "0"
-    return negative and digits != "0", digits
-
-
 def tokens_match(expected: str, actual: str, float_tol: float = 1e-6) -> bool:
     if expected == actual:
         return True
     if _INT.fullmatch(expected):
-        return bool(_INT.fullmatch(actual)) and _int_value(expected) == _int_value(actual)
+        return False  # integers match only exactly, and equal strings returned above
     if _REAL.fullmatch(expected):
         if not _REAL.fullmatch(actual):
             return False

@@ -27,7 +27,9 @@ from codefu.types import Problem, Verdict
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("judge", help="judge model responses against a dataset's hidden tests", description=__doc__)
+    p = sub.add_parser(
+        "judge", help="judge model responses against a dataset's hidden tests", description=__doc__
+    )
     p.add_argument("--dataset", required=True, help="verl-schema parquet or problems JSONL (file or folder)")
     p.add_argument("--responses", required=True, help="JSONL of {index|name, response}")
     p.add_argument("--out", required=True, help="where to write one JSONL verdict per response")
@@ -36,10 +38,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tests", type=int, default=None, help="tests per submission at most")
     p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
-    p.add_argument("--ray", nargs="?", const="auto", default=None, metavar="ADDRESS",
-                   help="judge on a Ray cluster (default address: auto, else a local one)")
-    p.add_argument("--unsafe-no-sandbox", action="store_true",
-                   help="run programs on the host WITHOUT isolation (debugging trusted code only)")
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="auto",
+        default=None,
+        metavar="ADDRESS",
+        help="judge on a Ray cluster (default address: auto, else a local one)",
+    )
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
+    )
     p.set_defaults(run=run)
 
 
@@ -74,7 +85,9 @@ def read_responses(path: Path, problems: list[Problem]) -> list[Submission]:
         if "index" in obj:
             index = obj["index"]
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(problems):
-                raise CodefuError(f"{where}: index {index!r} is not a row of the dataset (0..{len(problems) - 1})")
+                raise CodefuError(
+                    f"{where}: index {index!r} is not a row of the dataset (0..{len(problems) - 1})"
+                )
             problem = problems[index]
         elif "name" in obj:
             if obj["name"] not in by_name:
@@ -138,8 +151,11 @@ def _make_pool(config: JudgeConfig, ray_address: str | None):
 
     from codefu.judge.pool import RayJudgePool
 
-    ray.init(address=None if ray_address == "auto" and not os.environ.get("RAY_ADDRESS") else ray_address,
-             ignore_reinit_error=True, log_to_driver=False)
+    ray.init(
+        address=None if ray_address == "auto" and not os.environ.get("RAY_ADDRESS") else ray_address,
+        ignore_reinit_error=True,
+        log_to_driver=False,
+    )
     return RayJudgePool(config)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from codefu.judge.checker import load_python_checker, outputs_match
 from codefu.judge.extract import Program, extract_program
-from codefu.judge.languages import Compiled, CompileConfig, Compiler
+from codefu.judge.languages import CompileConfig, Compiled, Compiler
 from codefu.judge.rewards import reward_spec, select_tests
 from codefu.judge.sandbox import Limits, Mount, Sandbox, SandboxConfig
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict
@@ -121,13 +121,18 @@ class Judge:
         size = len(program.source.encode("utf-8", errors="replace"))
         if size > self.config.max_source_bytes:
             message = f"source is {size} bytes, over the {self.config.max_source_bytes}-byte limit"
-            return Verdict(Status.COMPILE_ERROR, total=total, language=program.language, compile_output=message)
+            return Verdict(
+                Status.COMPILE_ERROR, total=total, language=program.language, compile_output=message
+            )
         if not tests:
             return Verdict(Status.SANDBOX_ERROR, language=program.language, message="problem has no tests")
         with self.compiler.compiled(program) as compiled:
             if not compiled.ok:
                 return Verdict(
-                    Status.COMPILE_ERROR, total=total, language=program.language, compile_output=compiled.message
+                    Status.COMPILE_ERROR,
+                    total=total,
+                    language=program.language,
+                    compile_output=compiled.message,
                 )
             results = self._run_tests(problem, program, compiled, tests)
         passed = sum(r.status is Status.ACCEPTED for r in results if r is not None)
@@ -154,25 +159,29 @@ class Judge:
     ) -> list[TestResult | None]:
         """Results in test order; None for tests skipped after an early stop."""
         early_stop = self.spec.all_or_nothing if self.config.early_stop is None else self.config.early_stop
-        scale = self.config.time_scale * (self.config.python_time_scale if program.language == "python" else 1)
+        scale = self.config.time_scale * (
+            self.config.python_time_scale if program.language == "python" else 1
+        )
         cpu = problem.time_limit_s * scale
-        limits = Limits(cpu, cpu * self.config.wall_scale + 1, problem.memory_limit_bytes,
-                        self.config.output_limit_bytes)
-        futures: list[Future[TestResult]] = [
-            self._tests_pool.submit(self._run_test, problem, compiled, t, limits) for t in tests
-        ]
+        limits = Limits(
+            cpu, cpu * self.config.wall_scale + 1, problem.memory_limit_bytes, self.config.output_limit_bytes
+        )
+        # Without early stop every test is queued at once; with it, at most `workers` run ahead, so a
+        # failure stops the rest from starting.
+        window = self.workers if early_stop else len(tests)
         results: list[TestResult | None] = [None] * len(tests)
-        for i, f in enumerate(futures):
-            if f.cancelled():
-                continue
-            results[i] = f.result()
-            if early_stop and results[i].status is not Status.ACCEPTED:
-                for later in futures[i + 1 :]:
-                    later.cancel()
-        # a cancelled future that had already started still finishes: keep its result
-        for i, f in enumerate(futures):
-            if results[i] is None and f.done() and not f.cancelled():
+        pending: dict[Future[TestResult], int] = {}
+        next_test, stop = 0, False
+        while pending or (next_test < len(tests) and not stop):
+            while not stop and next_test < len(tests) and len(pending) < window:
+                f = self._tests_pool.submit(self._run_test, problem, compiled, tests[next_test], limits)
+                pending[f] = next_test
+                next_test += 1
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                i = pending.pop(f)
                 results[i] = f.result()
+                stop |= early_stop and results[i].status is not Status.ACCEPTED
         return results
 
     def _run_test(self, problem: Problem, compiled: Compiled, test: TestCase, limits: Limits) -> TestResult:
@@ -182,7 +191,9 @@ class Judge:
             log.exception("test run failed")
             return TestResult(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:STDERR_CHARS])
 
-    def _run_test_unsafe(self, problem: Problem, compiled: Compiled, test: TestCase, limits: Limits) -> TestResult:
+    def _run_test_unsafe(
+        self, problem: Problem, compiled: Compiled, test: TestCase, limits: Limits
+    ) -> TestResult:
         stdin = self._input_file(test.input)
         name = uuid.uuid4().hex
         out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"

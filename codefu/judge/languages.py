@@ -137,7 +137,9 @@ class Compiler:
         (directory / "main.py").write_bytes(source.encode("utf-8", errors="replace"))
         check = "import sys; compile(open(sys.argv[1], 'rb').read(), 'main.py', 'exec')"
         mounts = [Mount(directory, BOX)]
-        ok, message = self._run_compiler([self.config.python, "-c", check, f"{BOX}/main.py"], mounts, directory)
+        ok, message = self._run_compiler(
+            [self.config.python, "-c", check, f"{BOX}/main.py"], mounts, directory
+        )
         run = [self.config.python, "-B", f"{BOX}/main.py"]
         return Compiled("python", ok, run, mounts, message, directory)
 
@@ -151,7 +153,9 @@ class Compiler:
         err.unlink(missing_ok=True)
         if result.limit is not None:
             reason = {"cpu": "time", "wall": "wall-clock time", "memory": "memory", "output": "output size"}
-            return False, f"compilation exceeded its {reason[result.limit]} limit\n{text}"[: cfg.diagnostics_chars]
+            return False, f"compilation exceeded its {reason[result.limit]} limit\n{text}"[
+                : cfg.diagnostics_chars
+            ]
         if result.exit_code != 0:
             return False, (text or f"compiler exited with status {result.exit_code}")[: cfg.diagnostics_chars]
         return True, text[: cfg.diagnostics_chars]

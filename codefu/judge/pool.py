@@ -106,7 +106,12 @@ class RayJudgePool:
                     yield i, ray.get(ref)
                 except (RayActorError, RayTaskError, GetTimeoutError) as e:
                     if attempt >= self.config.max_attempts:
-                        yield i, Verdict(Status.SANDBOX_ERROR, message=f"judge worker failed {attempt} times: {e}")
+                        yield (
+                            i,
+                            Verdict(
+                                Status.SANDBOX_ERROR, message=f"judge worker failed {attempt} times: {e}"
+                            ),
+                        )
                         continue
                     log.warning("judge worker on node %s failed (%s); retrying elsewhere", slot.node_id, e)
                     self._restart(slot)

@@ -150,7 +150,7 @@ class Sandbox:
                 return self._run_bwrap(argv, limits, mounts, cwd, (fin, fout, ferr), cg)
         finally:
             if cg is not None:
-                _remove_cgroup(cg)
+                self.cgroups.release(cg)
 
     def close(self) -> None:
         if self.cgroups is not None:
@@ -218,7 +218,9 @@ class Sandbox:
                 pass
         return self._supervise(proc, child, limits, cg, start)
 
-    def _supervise(self, proc, kill_pid: int, limits: Limits, cg: RunCgroup | None, start: float) -> RunResult:
+    def _supervise(
+        self, proc, kill_pid: int, limits: Limits, cg: RunCgroup | None, start: float
+    ) -> RunResult:
         limit = None
         pidfd = os.pidfd_open(proc.pid)
         try:
@@ -305,7 +307,7 @@ class Sandbox:
         try:
             cg.set_limits(limits.memory_bytes, self.config.max_processes)
         except OSError:
-            _remove_cgroup(cg)
+            self.cgroups.release(cg)
             raise
         return cg
 
@@ -336,9 +338,10 @@ class Sandbox:
                 msg = err.read_text(errors="replace").strip()[:500]
                 raise SandboxUnavailable(
                     f"bubblewrap could not start a sandbox (exit {result.exit_code}): {msg!r}. "
-                    "Unprivileged user namespaces must be enabled: `sysctl kernel.unprivileged_userns_clone=1`"
-                    " (Debian) or `sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+); "
-                    "inside a container, run it with --privileged or a seccomp profile allowing clone/unshare."
+                    "Unprivileged user namespaces must be enabled: "
+                    "`sysctl kernel.unprivileged_userns_clone=1` (Debian) or "
+                    "`sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+); inside a "
+                    "container, run it with --privileged or a seccomp profile allowing clone/unshare."
                 )
 
 
@@ -374,8 +377,10 @@ def _rlimit_prefix(limits: Limits, config: SandboxConfig, cgroup: bool) -> list[
         f"--stack={stack}",
     ]
     if not cgroup:
-        # Weaker fallbacks: per process, and NPROC counts every process of the uid (and none for root).
-        args += [f"--as={limits.memory_bytes}", f"--nproc={config.max_processes}"]
+        # Weaker fallbacks: AS is per process; NPROC counts every process of the sandbox uid on the host
+        # (concurrent runs and their exiting zombies included), so it gets room for every CPU's runs.
+        nproc = config.max_processes * 4 * (os.cpu_count() or 1)
+        args += [f"--as={limits.memory_bytes}", f"--nproc={nproc}"]
     return args + ["--"]
 
 
@@ -390,14 +395,3 @@ def _kill(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def _remove_cgroup(cg: RunCgroup) -> None:
-    # After the sandbox's pid 1 is gone the kernel is still reaping its namespace for a moment.
-    for attempt in range(200):
-        cg.remove()
-        if not any(d.exists() for d in cg.dirs.values()):
-            return
-        cg.kill_all()
-        time.sleep(0.001 * min(attempt + 1, 10))
-    log.warning("cgroup %s still busy after its run", cg.dirs)

@@ -15,10 +15,12 @@ from codefu.judge import Judge, JudgeConfig
 from codefu.judge.languages import CompileConfig
 from codefu.types import Problem, Status, TestCase
 
-ECHO_SUM = "```cpp\n#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a+b);}\n```"
+ECHO_SUM = '```cpp\n#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n```'
 
 
-def problem(expected: str = "ok", time_limit_s: float = 1.0, memory: int = 64 << 20, stdin: str = "") -> Problem:
+def problem(
+    expected: str = "ok", time_limit_s: float = 1.0, memory: int = 64 << 20, stdin: str = ""
+) -> Problem:
     return Problem("adversarial", "", [], [TestCase(stdin, expected)], time_limit_s, memory)
 
 
@@ -125,10 +127,10 @@ def test_filling_the_disk(judge, tmp_path):
     before = shutil.disk_usage("/").used
     body = (
         "#include <cstdio>\n#include <initializer_list>\nint main(){ static char buf[1<<20]; long long n=0;"
-        " for(const char* f : {\"/tmp/fill\", \"fill\", \"/box/fill\", \"/fill\"}) {"
-        "  FILE* o=fopen(f,\"w\"); if(!o) continue;"
+        ' for(const char* f : {"/tmp/fill", "fill", "/box/fill", "/fill"}) {'
+        '  FILE* o=fopen(f,"w"); if(!o) continue;'
         "  while(fwrite(buf,1,sizeof buf,o)==sizeof buf) { n+=sizeof buf; if(fflush(o)) break; } fclose(o); }"
-        " printf(\"%lld\\n\", n); }"
+        ' printf("%lld\\n", n); }'
     )
     v = judge.judge(problem(expected="0"), cpp(body))
     # stopped by the output-file limit (SIGXFSZ) or the tmpfs size; never written to the host disk
@@ -179,7 +181,14 @@ def test_host_files_are_invisible(judge, tmp_path):
     secret.chmod(0o644)
     home = Path.home() / ".codefu-test-secret"
     home.write_text("TOPSECRET")
-    paths = [str(secret), str(home), "/etc/shadow", "/etc/passwd", "/root/.bashrc", os.getcwd() + "/README.md"]
+    paths = [
+        str(secret),
+        str(home),
+        "/etc/shadow",
+        "/etc/passwd",
+        "/root/.bashrc",
+        os.getcwd() + "/README.md",
+    ]
     body = (
         "found = []\n"
         f"for p in {paths!r}:\n"
@@ -221,8 +230,8 @@ def test_killing_parent_and_every_process(judge):
 def test_double_forked_orphans_are_killed(judge):
     body = (
         "#include <unistd.h>\n#include <cstdio>\n#include <sys/prctl.h>\n"
-        "int main(){ if(fork()==0){ setsid(); if(fork()==0){ prctl(PR_SET_NAME,\"codefu_orphan\");"
-        " sleep(300); } return 0; } puts(\"ok\"); return 0; }"
+        'int main(){ if(fork()==0){ setsid(); if(fork()==0){ prctl(PR_SET_NAME,"codefu_orphan");'
+        ' sleep(300); } return 0; } puts("ok"); return 0; }'
     )
     v = judge.judge(problem(), cpp(body))
     assert v.status is Status.ACCEPTED
@@ -234,8 +243,8 @@ def test_cannot_raise_own_limits(judge):
         "#include <sys/resource.h>\n#include <cstdio>\n#include <initializer_list>\n"
         "int main(){ rlimit r{RLIM_INFINITY, RLIM_INFINITY}; bool raised = false;"
         " for (int res : {RLIMIT_CPU, RLIMIT_FSIZE, RLIMIT_NOFILE}) raised |= setrlimit(res, &r) == 0;"
-        " FILE* f = fopen(\"/sys/fs/cgroup/pids/pids.max\", \"w\");"
-        " puts(raised || f ? \"escaped\" : \"contained\"); volatile long x = 0; for(;;) x++; }"
+        ' FILE* f = fopen("/sys/fs/cgroup/pids/pids.max", "w");'
+        ' puts(raised || f ? "escaped" : "contained"); volatile long x = 0; for(;;) x++; }'
     )
     v = judge.judge(problem(expected="contained", time_limit_s=0.5), cpp(body))
     assert v.status is Status.TIME_LIMIT
@@ -244,7 +253,7 @@ def test_cannot_raise_own_limits(judge):
 def test_deep_recursion_has_unlimited_stack(judge):
     body = (
         "#include <cstdio>\nlong long f(long long n){ volatile char pad[64]; pad[0]=n;"
-        " return n==0 ? pad[0] : 1 + f(n-1); }\nint main(){ printf(\"%lld\\n\", f(2000000)); }"
+        ' return n==0 ? pad[0] : 1 + f(n-1); }\nint main(){ printf("%lld\\n", f(2000000)); }'
     )
     v = judge.judge(problem(expected="2000000", memory=512 << 20, time_limit_s=2), cpp(body))
     assert v.status is Status.ACCEPTED, v

@@ -24,7 +24,7 @@ def test_fence_tags(tag, language):
 
 
 def test_code_tags_codefu_format_with_and_without_inner_fence():
-    raw = "<think>plan</think><code>\n#include <cstdio>\nint main(){puts(\"hi\");}\n</code>"
+    raw = '<think>plan</think><code>\n#include <cstdio>\nint main(){puts("hi");}\n</code>'
     program = extract_program(raw, preferred="python")
     assert program.language == "cpp" and program.source.startswith("#include <cstdio>")
     fenced = "<code>\n```python\nprint(input())\n```\n</code>"
@@ -45,7 +45,9 @@ def test_no_code_cases():
 
 def test_untagged_fence_used_only_when_nothing_tagged_and_language_guessed():
     assert extract_program("```\nn = int(input())\nprint(n * n)\n```", preferred="cpp").language == "python"
-    assert extract_program("```\n#include <iostream>\nint main(){}\n```", preferred="python").language == "cpp"
+    assert (
+        extract_program("```\n#include <iostream>\nint main(){}\n```", preferred="python").language == "cpp"
+    )
     # no hints either way: the problem's preferred language breaks the tie
     assert extract_program("```\nx\n```", preferred="python").language == "python"
     assert guess_language("x", "cpp") == "cpp"

@@ -58,7 +58,9 @@ def test_select_tests_is_deterministic_keeps_largest_and_order():
     assert p.private_tests[13] in a and p.private_tests[4] in a  # the two largest (budget // 4 = 2)
     positions = [p.private_tests.index(t) for t in a]
     assert positions == sorted(positions)
-    others = {tuple(p.private_tests.index(t) for t in select_tests(p, "private", 8, seed=s)) for s in range(10)}
+    others = {
+        tuple(p.private_tests.index(t) for t in select_tests(p, "private", 8, seed=s)) for s in range(10)
+    }
     assert len(others) > 1  # the seed changes the sample
 
 

@@ -1,0 +1,185 @@
+"""Judge benchmark: per-test sandbox overhead, and end-to-end throughput against a CodeFu-style runner.
+
+    python bench/judge.py [--runs 200] [--variants 4] [--workers 1,2]
+
+1. Overhead: one trivial compiled program run --runs times under plain `subprocess.run` and under the
+   sandbox (bubblewrap + cgroup + rlimits; also with cgroups off, to attribute the cost). Medians.
+2. Throughput: real CodeFu problems (../shared/data/codefu-easy) with the correct and wrong solutions of
+   tests/data/codefu_easy_solutions.json, each in --variants textual variants (distinct programs, as
+   samples of a GRPO group are): our judge with 1 and all workers, and a reference runner in the style
+   of the CodeFu article (g++ -O2 per submission, tests in a ProcessPoolExecutor, no sandbox, no cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from codefu.data.loader import load_problems  # noqa: E402
+from codefu.judge import Judge, JudgeConfig  # noqa: E402
+from codefu.judge.checker import outputs_match  # noqa: E402
+from codefu.judge.sandbox import Limits, Mount, Sandbox, SandboxConfig  # noqa: E402
+from codefu.types import Problem, Status  # noqa: E402
+
+SUM = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
+
+
+def overhead(runs: int) -> dict[str, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="codefu-bench-"))
+    tmp.chmod(0o755)
+    (tmp / "main.cpp").write_text(SUM)
+    subprocess.run(["g++", "-O2", "-o", str(tmp / "main"), str(tmp / "main.cpp")], check=True)
+    (tmp / "in").write_text("2 3\n")
+    limits = Limits(cpu_s=1, wall_s=3, memory_bytes=256 << 20, file_size_bytes=1 << 20)
+
+    def plain() -> None:
+        with open(tmp / "in", "rb") as fin:
+            subprocess.run([str(tmp / "main")], stdin=fin, capture_output=True, check=True)
+
+    def sandboxed(sb: Sandbox):
+        def go() -> None:
+            r = sb.run(
+                ["/box/main"], limits, [Mount(tmp, "/box")], tmp / "out", tmp / "err", stdin=tmp / "in"
+            )
+            assert r.ok and (tmp / "out").read_text() == "5\n", r
+
+        return go
+
+    results = {"plain subprocess": _median_ms(plain, runs)}
+    for name, cfg in [
+        ("sandbox (bwrap+cgroup+rlimits)", SandboxConfig()),
+        ("sandbox, cgroups off", SandboxConfig(cgroup="off")),
+    ]:
+        sb = Sandbox(cfg)
+        results[name] = _median_ms(sandboxed(sb), runs)
+        sb.close()
+    return results
+
+
+def _median_ms(fn, runs: int) -> float:
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+def workload(variants: int) -> list[tuple[Problem, str, str, str]]:
+    """(problem, language, source, response) for every solution x variant."""
+    problems = load_problems(REPO.parent / "shared" / "data" / "codefu-easy" / "train.parquet")
+    solutions = json.loads((REPO / "tests" / "data" / "codefu_easy_solutions.json").read_text())
+    items = []
+    for s in solutions:
+        comment = "//" if s["language"] == "cpp" else "#"
+        for kind in ("correct", "wrong"):
+            for k in range(variants):
+                source = f"{s[kind]}\n{comment} sample {k}\n"
+                items.append(
+                    (problems[s["index"]], s["language"], source, f"```{s['language']}\n{source}```")
+                )
+    return items
+
+
+def judge_throughput(items, workers: int) -> dict[str, float]:
+    with Judge(JudgeConfig(workers=workers)) as judge:
+        judge.judge(items[0][0], items[0][3])  # build the precompiled header outside the timing
+        misses0 = judge.compiler.misses
+        start = time.monotonic()
+        verdicts = [v for _, v in judge.judge_many((p, r) for p, _, _, r in items)]
+        seconds = time.monotonic() - start
+        compiles = judge.compiler.misses - misses0
+    assert not any(v.status is Status.SANDBOX_ERROR for v in verdicts)
+    tests = sum(len(v.tests) for v in verdicts)
+    accepted = sum(v.status is Status.ACCEPTED for v in verdicts)
+    return _rates(len(items), tests, compiles, seconds, accepted)
+
+
+# ---- the reference: CodeFu-article style, no sandbox ----------------------------------------------------
+
+
+def _reference_test(args) -> bool:
+    argv, stdin, expected, time_limit = args
+    try:
+        r = subprocess.run(argv, input=stdin.encode(), capture_output=True, timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        return False
+    return r.returncode == 0 and outputs_match(expected, r.stdout.decode(errors="replace"))
+
+
+def reference_throughput(items, workers: int) -> dict[str, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="codefu-ref-"))
+    start = time.monotonic()
+    tests = accepted = 0
+    with ProcessPoolExecutor(workers) as pool:
+        for n, (problem, language, source, _) in enumerate(items):
+            if language == "cpp":
+                (tmp / f"{n}.cpp").write_text(source)
+                c = subprocess.run(
+                    ["g++", "-std=c++17", "-O2", "-o", str(tmp / str(n)), str(tmp / f"{n}.cpp")],
+                    capture_output=True,
+                )
+                if c.returncode != 0:
+                    continue
+                argv = [str(tmp / str(n))]
+            else:
+                (tmp / f"{n}.py").write_text(source)
+                argv = [sys.executable, str(tmp / f"{n}.py")]
+            jobs = [(argv, t.input, t.output, problem.time_limit_s) for t in problem.private_tests]
+            ok = list(pool.map(_reference_test, jobs))
+            tests += len(ok)
+            accepted += all(ok)
+    seconds = time.monotonic() - start
+    compiles = sum(1 for _, lang, _, _ in items if lang == "cpp")
+    return _rates(len(items), tests, compiles, seconds, accepted)
+
+
+def _rates(subs: int, tests: int, compiles: int, seconds: float, accepted: int) -> dict[str, float]:
+    return {
+        "submissions": subs,
+        "accepted": accepted,
+        "tests": tests,
+        "compiles": compiles,
+        "seconds": round(seconds, 2),
+        "submissions/s": round(subs / seconds, 2),
+        "tests/s": round(tests / seconds, 1),
+        "compiles/s": round(compiles / seconds, 2),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--variants", type=int, default=4)
+    ap.add_argument("--workers", default=f"1,{os.cpu_count()}")
+    args = ap.parse_args()
+    print(
+        f"# {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}"
+    )
+    print("## per-run overhead (median ms)")
+    for name, ms in overhead(args.runs).items():
+        print(f"{name:<34} {ms:7.2f}")
+    items = workload(args.variants)
+    print(f"## throughput: {len(items)} submissions on {len({id(i[0]) for i in items})} problems")
+    for w in sorted({int(x) for x in args.workers.split(",")}):
+        print(f"codefu judge, {w} worker(s):      {judge_throughput(items, w)}")
+        print(f"CodeFu-style reference, {w} proc(s): {reference_throughput(items, w)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""`PrepareConfig`: everything `codefu prepare` does is decided by these fields (saved in the manifest)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codefu.errors import CodefuError
+from codefu.types import Language
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """A difficulty bucket: Codeforces ratings lo..hi, both inclusive."""
+
+    name: str
+    lo: int
+    hi: int
+
+    def contains(self, rating: int) -> bool:
+        return self.lo <= rating <= self.hi
+
+
+DEFAULT_BUCKETS = (Bucket("easy", 800, 1000), Bucket("hard", 1100, 2200), Bucket("expert", 2300, 3500))
+UNRATED = "unrated"  # bucket of problems without a rating, when keep_unrated is set
+
+
+@dataclass
+class PrepareConfig:
+    source: str = "code_contests"
+    """Which dataset module reads `input`: "code_contests" or "jsonl"."""
+    input: str = ""
+    """A file, a directory, or a glob of input files; for code_contests also "hf:deepmind/code_contests"
+    (streams from the Hugging Face hub; needs the `datasets` package and network)."""
+    out: str = ""
+    """Output directory: OUT/<bucket>/<split>.parquet and OUT/manifest.json."""
+    buckets: tuple[Bucket, ...] = DEFAULT_BUCKETS
+    """Difficulty buckets to write; a problem whose rating falls in none is dropped as `no_bucket`."""
+    splits: tuple[str, ...] | None = None
+    """Source splits to read (CodeContests: train, valid, test); None reads all."""
+    language: Language = "cpp"
+    """Language the prompt asks for; recorded as each problem's preferred language."""
+    template: str | None = None
+    """Prompt template: a name in codefu/data/templates (cpp, python, codefu) or a path to a YAML file;
+    None picks the template named after `language`."""
+    template_seed: int = 0
+    """Seed for templates with variants (which variant a problem gets depends only on seed and name)."""
+    min_rating: int = 800
+    """Problems rated below this are dropped as `rating_too_low`."""
+    keep_unrated: bool = False
+    """Keep problems without a rating (CodeContests' non-Codeforces problems) in bucket "unrated"
+    instead of dropping them as `missing_rating`."""
+    include_generated: bool = False
+    """Add CodeContests' generated tests to the hidden tests, after the private ones."""
+    max_tests: int = 250
+    """Cap on hidden tests per problem (private first, then generated). CodeFu's largest had 250."""
+    max_test_bytes: int = 1 << 20
+    """A hidden test whose input+output exceed this is left out; a public test over it, or a problem
+    left with no hidden tests, drops the problem as `tests_too_large`."""
+    min_description_chars: int = 40
+    """Shorter statements are dropped as `bad_description`."""
+    max_description_chars: int = 50_000
+    """Longer statements are dropped as `bad_description`."""
+    max_time_limit_s: float = 60.0
+    """Time limits outside (0, this] are dropped as `bad_limits`."""
+    min_memory_bytes: int = 1 << 20
+    """Memory limits below this (or above max_memory_bytes) are dropped as `bad_limits`."""
+    max_memory_bytes: int = 16 << 30
+    """See min_memory_bytes."""
+    strict: bool = False
+    """Any dropped row is an error naming file, row and column, instead of a counted drop."""
+    batch_rows: int = 64
+    """Rows converted to Python at a time (memory is bounded by a row group plus this many rows)."""
+    flush_rows: int = 256
+    """Output rows buffered per bucket/split before a row group is written."""
+    extra: dict[str, str] = field(default_factory=dict)
+    """Free-form notes copied into the manifest."""
+
+    def __post_init__(self) -> None:
+        if self.max_tests < 1:
+            raise CodefuError(f"max_tests must be at least 1, not {self.max_tests}")
+        names = [b.name for b in self.buckets]
+        if len(set(names)) != len(names) or UNRATED in names:
+            raise CodefuError(f"bucket names must be unique and not {UNRATED!r}: {names}")
+        for b in self.buckets:
+            if b.lo > b.hi:
+                raise CodefuError(f"bucket {b.name}: lower bound {b.lo} is above upper bound {b.hi}")
+
+
+def parse_buckets(selected: str | None, ranges: list[str] | None = None) -> tuple[Bucket, ...]:
+    """`--bucket-range name=lo-hi` entries (added to or replacing the defaults), then `--buckets a,b`
+    picks some of them in that order."""
+    known = {b.name: b for b in DEFAULT_BUCKETS}
+    for spec in ranges or []:
+        try:
+            name, span = spec.split("=", 1)
+            lo, hi = (int(x) for x in span.split("-", 1))
+        except ValueError:
+            raise CodefuError(f"--bucket-range {spec!r}: expected NAME=LO-HI, e.g. mid=1100-1600") from None
+        known[name.strip()] = Bucket(name.strip(), lo, hi)
+    if not selected:
+        return tuple(known.values())
+    out = []
+    for name in (n.strip() for n in selected.split(",") if n.strip()):
+        if name not in known:
+            raise CodefuError(f"--buckets: unknown bucket {name!r} (known: {', '.join(known)})")
+        out.append(known[name])
+    return tuple(out)

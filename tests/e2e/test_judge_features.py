@@ -1,0 +1,107 @@
+"""Judge behaviour beyond the happy path: per-problem checkers, the no-cgroup fallback, refusing to
+start without bubblewrap, verdict fields."""
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codefu.judge import Judge, JudgeConfig
+from codefu.judge.sandbox import SandboxConfig
+from codefu.types import CheckerSpec, Problem, Status, TestCase, Verdict
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+TESTS = [TestCase("12\n", "2\n"), TestCase("35\n", "5\n"), TestCase("49\n", "7\n")]
+LARGEST_DIVISOR = "```python\nn = int(input())\nprint(max(d for d in range(2, n) if n % d == 0))\n```"
+NOT_A_DIVISOR = "```python\nn = int(input())\nprint(n - 1)\n```"
+
+CPP_CHECKER = textwrap.dedent("""\
+    #include <fstream>
+    int main(int argc, char** argv) {
+        std::ifstream in(argv[1]), out(argv[2]);
+        long long n, d;
+        if (!(in >> n) || !(out >> d)) return 1;
+        return (1 < d && d < n && n % d == 0) ? 0 : 1;
+    }
+""")
+
+
+@pytest.fixture(scope="module")
+def judge():
+    with Judge(JudgeConfig(workers=2)) as j:
+        yield j
+
+
+def test_exact_comparison_rejects_another_valid_answer(judge):
+    v = judge.judge(Problem("div", "", [], TESTS), LARGEST_DIVISOR)
+    assert v.status is Status.WRONG_ANSWER  # 12 -> 6, but the expected output says 2
+
+
+@pytest.mark.parametrize(
+    "checker",
+    [CheckerSpec("python", "checkers:any_divisor"), CheckerSpec("program", CPP_CHECKER, "cpp")],
+    ids=["python", "program"],
+)
+def test_problem_checker_accepts_any_valid_answer(judge, checker):
+    problem = Problem("div", "", [], TESTS, checker=checker)
+    assert judge.judge(problem, LARGEST_DIVISOR).status is Status.ACCEPTED
+    v = judge.judge(problem, NOT_A_DIVISOR)
+    assert v.status is Status.WRONG_ANSWER and v.passed == 0
+
+
+def test_broken_checker_is_our_error_not_the_models(judge):
+    problem = Problem("div", "", [], TESTS, checker=CheckerSpec("program", "int main( {", "cpp"))
+    v = judge.judge(problem, LARGEST_DIVISOR)
+    assert v.status is Status.SANDBOX_ERROR
+    assert "checker" in v.tests[0].message
+
+
+def test_verdict_fields_and_round_trip(judge):
+    v = judge.judge(Problem("div", "", [], TESTS, time_limit_s=1.5), NOT_A_DIVISOR)
+    assert v.language == "python" and v.total == 3 and len(v.tests) == 3
+    assert v.first_failure == 0 and v.time_s > 0
+    assert all(t.cpu_s > 0 and t.wall_s > 0 and t.memory_bytes > 0 and t.exit_code == 0 for t in v.tests)
+    assert Verdict.from_dict(v.to_dict()) == v
+
+
+def test_time_scale_applies_to_the_limit():
+    busy = "```python\nimport time\nt = time.process_time()\nwhile time.process_time() - t < 0.6: pass\nprint(2)\n```"
+    problem = Problem("busy", "", [], [TestCase("12\n", "2\n")], time_limit_s=0.5)
+    with Judge(JudgeConfig(workers=1)) as j:
+        assert j.judge(problem, busy).status is Status.TIME_LIMIT
+    with Judge(JudgeConfig(workers=1, time_scale=3.0)) as j:
+        assert j.judge(problem, busy).status is Status.ACCEPTED
+
+
+def test_without_cgroups_limits_still_hold_and_weakness_is_logged(caplog):
+    caplog.set_level(logging.WARNING)
+    with Judge(JudgeConfig(workers=1, sandbox=SandboxConfig(cgroup="off"))) as j:
+        assert j.sandbox.cgroups is None
+        assert any("no cgroup" in r.message for r in caplog.records)
+        problem = Problem("div", "", [], TESTS[:1], time_limit_s=0.5, memory_limit_bytes=128 << 20)
+        assert j.judge(problem, LARGEST_DIVISOR).status is Status.WRONG_ANSWER
+        loop = j.judge(problem, "```cpp\nint main(){ volatile long x = 0; for(;;) x++; }\n```")
+        assert loop.status is Status.TIME_LIMIT
+        bomb = j.judge(problem, "```python\na = bytearray(10**9)\n```")
+        assert bomb.status in (Status.RUNTIME_ERROR, Status.MEMORY_LIMIT)  # RLIMIT_AS: MemoryError
+
+
+def test_refuses_to_start_without_bubblewrap(tmp_path):
+    code = "from codefu.judge import Judge\nJudge()"
+    env = {**os.environ, "PATH": str(tmp_path)}  # no bwrap on this PATH
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "bubblewrap (bwrap) is not installed" in r.stderr and "apt-get install bubblewrap" in r.stderr
+
+
+def test_unsafe_mode_is_explicit_and_works(caplog):
+    caplog.set_level(logging.WARNING)
+    with Judge(JudgeConfig(workers=1, sandbox=SandboxConfig(kind="none"))) as j:
+        assert any("WITHOUT isolation" in r.message for r in caplog.records)
+        cpp = '```cpp\n#include <cstdio>\nint main(){int n; scanf("%d",&n); printf("%d\\n", n/6);}\n```'
+        assert j.judge(Problem("div", "", [], TESTS[:1]), cpp).status is Status.ACCEPTED

@@ -1,0 +1,61 @@
+"""The judge pool on a real local Ray cluster: same verdicts as the local judge, dead workers retried,
+stuck submissions timed out."""
+
+import ray
+
+from codefu.judge import JudgeConfig
+from codefu.judge.pool import PoolConfig, RayJudgePool
+from codefu.types import Problem, Status, TestCase
+
+PROBLEM = Problem("double", "", [], [TestCase(f"{i}\n", f"{2 * i}\n") for i in range(6)], time_limit_s=2)
+RIGHT = "```python\nprint(2 * int(input()))\n```"
+WRONG = "```python\nn = int(input())\nprint(2 * n + (n == 3))\n```"
+SLOW_RIGHT = "```python\nimport time\ntime.sleep(0.3)\nprint(2 * int(input()))\n```"
+
+
+def test_pool_judges_like_the_local_judge(local_ray):
+    pool = RayJudgePool(JudgeConfig(), PoolConfig(in_flight_per_worker=2))
+    try:
+        assert pool.capacity == 2
+        items = [(PROBLEM, RIGHT), (PROBLEM, WRONG), (PROBLEM, "no code")] * 3
+        verdicts = dict(pool.judge_many(items))
+        assert sorted(verdicts) == list(range(9))
+        for i, (_, response) in enumerate(items):
+            expected = {RIGHT: Status.ACCEPTED, WRONG: Status.WRONG_ANSWER, "no code": Status.NO_CODE}[
+                response
+            ]
+            assert verdicts[i].status is expected
+        assert verdicts[1].passed == 5 and verdicts[1].first_failure == 3
+    finally:
+        pool.close()
+
+
+def test_dead_worker_is_replaced_and_work_retried(local_ray):
+    pool = RayJudgePool(JudgeConfig(), PoolConfig(in_flight_per_worker=1))
+    try:
+        first_actor = pool.slots[0].actor
+        results = {}
+        stream = pool.judge_many([(PROBLEM, SLOW_RIGHT)] * 6)
+        i, v = next(stream)
+        results[i] = v
+        ray.kill(first_actor, no_restart=True)  # submissions in flight on it die with it
+        for i, v in stream:
+            results[i] = v
+        assert sorted(results) == list(range(6))
+        assert all(v.status is Status.ACCEPTED for v in results.values()), [
+            v.message for v in results.values()
+        ]
+        assert pool.slots[0].actor is not first_actor
+    finally:
+        pool.close()
+
+
+def test_submission_timeout_is_a_sandbox_error(local_ray):
+    sleeper = Problem("sleep", "", [], [TestCase("", "x")], time_limit_s=20)
+    pool = RayJudgePool(JudgeConfig(), PoolConfig(submission_timeout_s=2))
+    try:
+        verdicts = dict(pool.judge_many([(sleeper, "```python\nimport time\ntime.sleep(30)\n```")]))
+        assert verdicts[0].status is Status.SANDBOX_ERROR
+        assert "timeout" in verdicts[0].message
+    finally:
+        pool.close()

@@ -1,0 +1,9 @@
+"""All starter-problem definitions, in the order they are written to problems.jsonl."""
+
+from __future__ import annotations
+
+from common import Spec
+
+from specs import lists, numbers, strings
+
+ALL: list[Spec] = [*numbers.SPECS, *strings.SPECS, *lists.SPECS]
