@@ -21,7 +21,7 @@ from pathlib import Path
 
 from codefu.judge.checker import load_python_checker, outputs_match
 from codefu.judge.extract import Program, extract_program
-from codefu.judge.languages import CompileConfig, Compiled, Compiler
+from codefu.judge.languages import CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
 from codefu.judge.sandbox import Limits, Mount, Sandbox, SandboxConfig
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict
@@ -66,7 +66,7 @@ class Judge:
         self.spec = reward_spec(self.config.reward)
         self.workers = self.config.workers or os.cpu_count() or 1
         self.sandbox = Sandbox(self.config.sandbox)
-        self.root = _make_work_dir(self.config.work_dir, self.sandbox.is_root)
+        self.root = _make_work_dir(self.config.work_dir)
         self.run_dir = self.root / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.run_dir.mkdir(mode=0o711)
         (self.run_dir / "inputs").mkdir()
@@ -74,8 +74,6 @@ class Judge:
         self.compiler = Compiler(self.config.compile, self.sandbox, self.run_dir, self.root / "pch")
         self._tests_pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-test")
         self._submissions_pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-sub")
-        self._input_lock = threading.Lock()
-        self._checkers: dict[str, Compiled] = {}
 
     # ---- public -------------------------------------------------------------------------------------
 
@@ -199,7 +197,7 @@ class Judge:
         out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
         try:
             r = self.sandbox.run(compiled.run_argv, limits, compiled.mounts, out, err, stdin=stdin)
-            stderr = _read_text(err, STDERR_CHARS)
+            stderr = read_head(err, STDERR_CHARS)
             result = TestResult(Status.ACCEPTED, r.cpu_s, r.wall_s, r.memory_bytes, r.exit_code, stderr)
             if r.limit in ("cpu", "wall"):
                 result.status = Status.TIME_LIMIT
@@ -266,7 +264,7 @@ class Judge:
         return path
 
 
-def _make_work_dir(configured: str | None, is_root: bool) -> Path:
+def _make_work_dir(configured: str | None) -> Path:
     """A folder the sandbox user can traverse (to reach its binds) but not list."""
     root = Path(configured) if configured else Path(tempfile.gettempdir()) / f"codefu-judge-{os.geteuid()}"
     root.mkdir(parents=True, exist_ok=True)
@@ -275,8 +273,3 @@ def _make_work_dir(configured: str | None, is_root: bool) -> Path:
         raise PermissionError(f"judge work dir {root} belongs to uid {st.st_uid}, not to us")
     root.chmod(0o711)
     return root
-
-
-def _read_text(path: Path, chars: int) -> str:
-    with open(path, "rb") as f:
-        return f.read(chars * 4).decode("utf-8", errors="replace")[:chars]

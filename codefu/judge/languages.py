@@ -148,7 +148,7 @@ class Compiler:
         limits = Limits(cfg.time_s, cfg.time_s * 1.5, cfg.memory_bytes, cfg.output_bytes)
         out, err = directory / "compile.out", directory / "compile.err"
         result = self.sandbox.run(argv, limits, mounts, out, err, cwd=BOX)
-        text = _read_head(out, cfg.diagnostics_chars) + _read_head(err, cfg.diagnostics_chars)
+        text = read_head(out, cfg.diagnostics_chars) + read_head(err, cfg.diagnostics_chars)
         out.unlink(missing_ok=True)
         err.unlink(missing_ok=True)
         if result.limit is not None:
@@ -239,7 +239,7 @@ class _Entry:
             shutil.rmtree(self.result.directory, ignore_errors=True)
 
 
-def _read_head(path: Path, chars: int) -> str:
+def read_head(path: Path, chars: int) -> str:
     try:
         with open(path, "rb") as f:
             return f.read(chars * 4).decode("utf-8", errors="replace")[:chars]

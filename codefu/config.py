@@ -1,0 +1,159 @@
+"""Configs: one dataclass per component, loaded from YAML with dotted `key.sub=value` overrides.
+
+    cfg = load_config(RunConfig, "configs/cpu.yaml", ["rollout.n=4", "algo.kl_coef=0"])
+
+Every key is checked against the dataclass fields: an unknown key or a value of the wrong type is a
+`CodefuError` naming the dotted key (and the file), never a silent default. Values of overrides are
+parsed as YAML scalars (`4`, `0.5`, `true`, `null`, `[1, 2]`, `text`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+import yaml
+
+from codefu.errors import CodefuError
+
+T = TypeVar("T")
+
+
+class _Yaml12Loader(yaml.SafeLoader):
+    """YAML with only true/false as booleans (YAML 1.2): `cgroup: off` must stay the string "off"."""
+
+
+_Yaml12Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()
+}
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def _parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
+    data: dict[str, Any] = {}
+    source = "defaults"
+    if path is not None:
+        source = str(path)
+        try:
+            loaded = _parse_yaml(Path(path).read_text())
+        except OSError as e:
+            raise CodefuError(f"{path}: cannot read config ({e.strerror})") from None
+        except yaml.YAMLError as e:
+            raise CodefuError(f"{path}: not valid YAML ({e})") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise CodefuError(f"{path}: a config must be a mapping of keys to values")
+        data = loaded or {}
+    for item in overrides or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise CodefuError(f"override {item!r} is not of the form key.sub=value")
+        try:
+            value = _parse_yaml(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        _set_dotted(data, key.strip(), value)
+    return from_dict(cls, data, source=source)
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    *parents, leaf = key.split(".")
+    node = data
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise CodefuError(f"override {key}: {part!r} is a value, not a section")
+        node = child
+    node[leaf] = value
+
+
+def from_dict(cls: type[T], data: dict[str, Any], source: str = "config", prefix: str = "") -> T:
+    """Build dataclass `cls` from `data`, recursively; errors name the dotted key and the source."""
+    if not isinstance(data, dict):
+        raise CodefuError(f"{source}: {prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    hints = get_type_hints(cls)
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        known = ", ".join(sorted(fields))
+        raise CodefuError(f"{source}: unknown key {prefix}{unknown[0]} (known here: {known})")
+    kwargs = {name: _coerce(hints[name], value, source, prefix + name) for name, value in data.items()}
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, source: str, key: str) -> Any:
+    def bad(expected: str) -> CodefuError:
+        return CodefuError(f"{source}: {key} must be {expected}, got {value!r}")
+
+    origin = get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, source, key + ".")
+    if origin in (typing.Union, types.UnionType):
+        options = get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        for option in (o for o in options if o is not type(None)):
+            try:
+                return _coerce(option, value, source, key)
+            except CodefuError:
+                continue
+        raise bad(" or ".join(_describe(o) for o in options))
+    if origin is Literal:
+        if value not in get_args(tp):
+            raise bad("one of " + ", ".join(repr(a) for a in get_args(tp)))
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, list | tuple):
+            raise bad(f"a list ({_describe(get_args(tp)[0])} each)")
+        item = get_args(tp)[0] if get_args(tp) else Any
+        items = [_coerce(item, v, source, f"{key}[{i}]") for i, v in enumerate(value)]
+        return items if origin is list else tuple(items)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise bad("a mapping")
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad("a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise bad("a string")
+        return value
+    raise bad(_describe(tp))
+
+
+_NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null"}
+
+
+def _describe(tp: Any) -> str:
+    return _NAMES.get(tp) or getattr(tp, "__name__", str(tp))
+
+
+def to_dict(obj: Any) -> dict[str, Any]:
+    """Plain data (for printing, saving as YAML and loading back with `from_dict`)."""
+    return dataclasses.asdict(obj)
+
+
+def dump_yaml(obj: Any) -> str:
+    return yaml.safe_dump(to_dict(obj), sort_keys=False)

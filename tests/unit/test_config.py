@@ -1,0 +1,73 @@
+"""YAML configs with dotted overrides: every key and value checked, errors name the key and file."""
+
+import pytest
+
+from codefu.config import dump_yaml, from_dict, load_config
+from codefu.errors import CodefuError
+from codefu.judge import JudgeConfig
+
+
+def test_defaults_yaml_and_overrides_compose(tmp_path):
+    path = tmp_path / "judge.yaml"
+    path.write_text("reward: binary\nmax_tests: 10\nsandbox:\n  max_processes: 32\n")
+    cfg = load_config(JudgeConfig, path, ["max_tests=20", "compile.cpp_flags=[-O2, -std=c++20]", "time_scale=2"])
+    assert cfg.reward == "binary" and cfg.max_tests == 20 and cfg.time_scale == 2.0
+    assert cfg.sandbox.max_processes == 32 and cfg.sandbox.kind == "bwrap"  # untouched keys keep defaults
+    assert cfg.compile.cpp_flags == ["-O2", "-std=c++20"]
+    assert isinstance(cfg.time_scale, float)
+
+
+def test_round_trip_through_yaml(tmp_path):
+    cfg = load_config(JudgeConfig, None, ["max_tests=7", "sandbox.cgroup=off"])
+    path = tmp_path / "saved.yaml"
+    path.write_text(dump_yaml(cfg))
+    assert load_config(JudgeConfig, path) == cfg
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["max_test=3"], "unknown key max_test"),
+        (["sandbox.cgroups=off"], "unknown key sandbox.cgroups"),
+        (["max_tests=many"], "max_tests must be an integer or null, got 'many'"),
+        (["sandbox.cgroup=v3"], "sandbox.cgroup must be one of 'auto', 'v1', 'v2', 'off'"),
+        (["workers=1.5"], "workers must be an integer"),
+        (["early_stop=maybe"], "early_stop must be true or false or null"),
+        (["compile.cpp_flags=-O2"], "compile.cpp_flags must be a list"),
+        (["reward"], "not of the form key.sub=value"),
+        (["max_tests.x=1"], "max_tests must be an integer or null"),
+        (["sandbox=3"], "sandbox must be a mapping"),
+    ],
+)
+def test_bad_keys_and_values_are_named(overrides, message):
+    with pytest.raises(CodefuError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load_config(JudgeConfig, None, overrides)
+
+
+def test_errors_name_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("rewrd: codefu\n")
+    with pytest.raises(CodefuError, match=f"{path}: unknown key rewrd"):
+        load_config(JudgeConfig, path)
+    path.write_text("[1, 2]\n")
+    with pytest.raises(CodefuError, match="must be a mapping"):
+        load_config(JudgeConfig, path)
+    path.write_text("a: [\n")
+    with pytest.raises(CodefuError, match="not valid YAML"):
+        load_config(JudgeConfig, path)
+    with pytest.raises(CodefuError, match="cannot read config"):
+        load_config(JudgeConfig, tmp_path / "missing.yaml")
+
+
+def test_yaml_1_1_words_stay_strings(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("sandbox:\n  cgroup: off\nearly_stop: true\n")
+    cfg = load_config(JudgeConfig, path)
+    assert cfg.sandbox.cgroup == "off" and cfg.early_stop is True
+    with pytest.raises(CodefuError, match="early_stop must be true or false or null, got 'yes'"):
+        load_config(JudgeConfig, None, ["early_stop=yes"])
+
+
+def test_from_dict_bool_is_not_an_int():
+    with pytest.raises(CodefuError, match="seed must be an integer"):
+        from_dict(JudgeConfig, {"seed": True})
