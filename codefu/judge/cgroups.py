@@ -61,16 +61,9 @@ def parse_v2_cpu_stat(text: str) -> float:
     raise ValueError("cpu.stat has no usage_usec line")
 
 
-def parse_v2_oom_kills(memory_events_text: str) -> int:
-    for line in memory_events_text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill":
-            return int(value)
-    return 0
-
-
-def parse_v1_oom_kills(oom_control_text: str) -> int:
-    for line in oom_control_text.splitlines():
+def parse_oom_kills(text: str) -> int:
+    """The `oom_kill N` counter of a v2 `memory.events` or a v1 `memory.oom_control` file (0 if absent)."""
+    for line in text.splitlines():
         key, _, value = line.partition(" ")
         if key == "oom_kill":
             return int(value)
@@ -112,7 +105,7 @@ class RunCgroup:
             peak = int((mem / "memory.max_usage_in_bytes").read_text())
             oom_control = (mem / "memory.oom_control").read_text()
             if "oom_kill " in oom_control:
-                oom = parse_v1_oom_kills(oom_control) > 0
+                oom = parse_oom_kills(oom_control) > 0
             else:  # kernels before 4.13 have no oom_kill counter; a hit limit is the sign
                 oom = int((mem / "memory.failcnt").read_text()) > 0
             return CgroupUsage(cpu, peak, oom)
@@ -120,7 +113,7 @@ class RunCgroup:
         cpu = parse_v2_cpu_stat((d / "cpu.stat").read_text())
         peak_file = d / "memory.peak"  # kernel 5.19+
         peak = int(peak_file.read_text()) if peak_file.exists() else int((d / "memory.current").read_text())
-        oom = parse_v2_oom_kills((d / "memory.events").read_text()) > 0
+        oom = parse_oom_kills((d / "memory.events").read_text()) > 0
         return CgroupUsage(cpu, peak, oom)
 
     def cpu_s(self) -> float:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from codefu.judge.cgroups import _own_cgroup_paths, parse_v1_oom_kills, parse_v2_cpu_stat, parse_v2_oom_kills
+from codefu.judge.cgroups import _own_cgroup_paths, parse_oom_kills, parse_v2_cpu_stat
 
 
 def test_own_cgroup_paths_v1_and_v2():
@@ -20,6 +20,6 @@ def test_v2_cpu_stat():
 
 
 def test_oom_kill_counters():
-    assert parse_v2_oom_kills("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n") == 1
-    assert parse_v2_oom_kills("low 0\n") == 0
-    assert parse_v1_oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n") == 3
+    assert parse_oom_kills("low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n") == 1
+    assert parse_oom_kills("low 0\n") == 0
+    assert parse_oom_kills("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n") == 3
