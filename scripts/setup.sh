@@ -13,4 +13,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
+# torch first and pinned: an unpinned one can pull a multi-GB CUDA build; keep whatever torch is there
+# (a GPU machine brings its own).
+python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
 python3 -m pip install -q -e '.[dev]'
