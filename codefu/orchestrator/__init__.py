@@ -1,0 +1,1 @@
+"""The single controller: the training loop, its config, and where each role's actors go."""
