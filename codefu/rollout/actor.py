@@ -1,0 +1,57 @@
+"""A thin Ray actor around a `RolloutEngine`: the engine is built inside the actor's process.
+
+    actor = make_rollout_actor(EngineConfig(model="path/to/model"), num_gpus=1)
+    completions = ray.get(actor.generate.remote(prompt_ids, SamplingParams(n=8, seed=step)))
+    ray.get(actor.load_weights.remote(state_dict))
+
+`engine` is an `EngineConfig` (a `TransformersEngine` is loaded from it) or a zero-argument callable
+returning any `RolloutEngine` (it is pickled to the actor: keep it importable from `codefu`, or a
+`functools.partial` over picklable objects).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import ray
+from torch import Tensor
+
+from codefu.rollout.engine import RolloutEngine
+from codefu.rollout.hf_engine import EngineConfig, TransformersEngine
+from codefu.rollout.types import Completion, SamplingParams
+
+EngineSpec = EngineConfig | Callable[[], RolloutEngine]
+
+
+def build_engine(engine: EngineSpec) -> RolloutEngine:
+    if isinstance(engine, EngineConfig):
+        return TransformersEngine.from_config(engine)
+    return engine()
+
+
+class RolloutWorker:
+    """The actor's body; a plain class (testable without Ray)."""
+
+    def __init__(self, engine: EngineSpec) -> None:
+        self.engine = build_engine(engine)
+
+    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        return self.engine.generate(prompts, sampling)
+
+    def load_weights(self, state: dict[str, Tensor]) -> None:
+        self.engine.load_weights(state)
+
+    def ping(self) -> dict[str, Any]:
+        """Alive check: host, pid and the engine's class."""
+        return {"host": socket.gethostname(), "pid": os.getpid(), "engine": type(self.engine).__name__}
+
+
+RolloutActor = ray.remote(RolloutWorker)
+
+
+def make_rollout_actor(engine: EngineSpec, num_cpus: float = 1, num_gpus: float = 0, **options: Any) -> Any:
+    """Start one rollout actor (extra `options` go to `.options()`, e.g. a placement group strategy)."""
+    return RolloutActor.options(num_cpus=num_cpus, num_gpus=num_gpus, **options).remote(engine)

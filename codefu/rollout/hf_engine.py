@@ -1,0 +1,267 @@
+"""`TransformersEngine`: the rollout engine on plain transformers `generate`.
+
+How sampling works: `generate` runs in greedy mode with a clean generation config (no processors of its
+own, whatever the checkpoint's generation_config.json says) and one logits processor of ours,
+`_StepSampler`. At every step that processor receives the raw fp32 logits (B, V) of the last position,
+chooses the next token itself (temperature, top-k, top-p, a seeded `torch.Generator`), records the token
+and its log-prob under softmax(logits / temperature) over the full vocabulary, and returns scores whose
+argmax is the chosen token. `generate` keeps the KV cache, the attention mask of the left-padded batch,
+position ids and EOS bookkeeping.
+
+This is the same as `generate(..., output_logits=True, return_dict_in_generate=True)` followed by a
+gather of log_softmax(logits / T), but processed step by step: only (B,) tokens and (B,) log-probs are
+kept per step, never the (steps, B, V) logits (V = 152k, B = 256, 20k steps would be terabytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from codefu.rollout.types import Completion, SamplingParams
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class EngineConfig:
+    """How to build a `TransformersEngine` (the Ray actor gets one of these)."""
+
+    model: str  # HF folder, hub id, or a .gguf file
+    gguf_file: str | None = None  # a .gguf file name inside `model`
+    dtype: str = "float32"  # float32 | bfloat16 | float16 (GGUF is dequantised to this)
+    device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...
+    batch_size: int = 16  # sequences per `generate` call (prompts x samples are split into such batches)
+
+
+def _top_k_top_p(scores: Tensor, top_k: int, top_p: float) -> Tensor:
+    """Mask (B, V) temperature-scaled scores to -inf outside the top-k, then outside the top_p nucleus.
+
+    Same rules as transformers' TopKLogitsWarper / TopPLogitsWarper (ties at the k-th value are kept; the
+    most likely token always survives)."""
+    vocab = scores.shape[-1]
+    if 0 < top_k < vocab:
+        kth = torch.topk(scores, top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_scores, sorted_idx = torch.sort(scores, descending=False, dim=-1)
+        cum = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+        remove_sorted = cum <= (1.0 - top_p)
+        remove_sorted[..., -1:] = False
+        remove = remove_sorted.scatter(-1, sorted_idx, remove_sorted)
+        scores = scores.masked_fill(remove, float("-inf"))
+    return scores
+
+
+class _StepSampler:
+    """A transformers logits processor that samples the next token itself and records (token, log-prob).
+
+    Called once per step with input_ids (B, L_t) and raw logits (B, V); returns (B, V) scores that are 0 at
+    the chosen token and -inf elsewhere, so greedy `generate` takes exactly that token."""
+
+    def __init__(self, sampling: SamplingParams, generator: torch.Generator) -> None:
+        self.sampling = sampling
+        self.generator = generator
+        self.tokens: list[Tensor] = []  # steps x (B,) int64
+        self.logprobs: list[Tensor] = []  # steps x (B,) fp32
+
+    def __call__(self, input_ids: Tensor, scores: Tensor) -> Tensor:
+        s = self.sampling
+        logits = scores.float()
+        if s.greedy:
+            scaled = logits
+            token = torch.argmax(logits, dim=-1)
+        else:
+            scaled = logits / s.temperature
+            masked = _top_k_top_p(scaled, s.top_k, s.top_p)
+            probs = torch.softmax(masked, dim=-1)
+            token = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+        logprob = scaled.gather(-1, token[:, None]).squeeze(1) - torch.logsumexp(scaled, dim=-1)
+        self.tokens.append(token)
+        self.logprobs.append(logprob)
+        out = torch.full_like(scores, float("-inf"))
+        return out.scatter_(-1, token[:, None], 0.0)
+
+
+class TransformersEngine:
+    """A `RolloutEngine` on a transformers causal LM.
+
+    model: a `PreTrainedModel` (decoder-only); tokenizer: used to decode responses and for EOS / pad ids
+    (may be None: text is then ""). batch_size: sequences per `generate` call. Results for a given seed are
+    reproducible for the same prompts, SamplingParams, batch_size and device; they change if those change.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any = None, batch_size: int = 16, device: str | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model.to(device) if device is not None else model
+        self.model.eval()
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.device = next(self.model.parameters()).device
+        self.eos_ids = self._eos_ids()
+        self.pad_id = self._pad_id()
+
+    # ---- building -------------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: EngineConfig) -> TransformersEngine:
+        model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
+        return cls(model, tokenizer, batch_size=config.batch_size, device=config.device)
+
+    @classmethod
+    def from_pretrained(cls, path: str, **kwargs: Any) -> TransformersEngine:
+        """`TransformersEngine.from_pretrained("folder" | "model.gguf", gguf_file=..., dtype=..., device=...,
+        batch_size=...)`; see `EngineConfig`."""
+        return cls.from_config(EngineConfig(model=str(path), **kwargs))
+
+    def _eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        for source in (getattr(self.model, "generation_config", None), self.model.config, self.tokenizer):
+            eos = getattr(source, "eos_token_id", None) if source is not None else None
+            if eos is None:
+                continue
+            ids.update([eos] if isinstance(eos, int) else eos)
+        return ids
+
+    def _pad_id(self) -> int:
+        for source in (self.tokenizer, getattr(self.model, "generation_config", None), self.model.config):
+            pad = getattr(source, "pad_token_id", None) if source is not None else None
+            if isinstance(pad, int):
+                return pad
+        return min(self.eos_ids) if self.eos_ids else 0
+
+    # ---- the interface --------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty")
+        generator = torch.Generator(device=self.device)
+        if sampling.seed is None:
+            generator.seed()
+        else:
+            generator.manual_seed(sampling.seed)
+        stop_ids = self.eos_ids | set(sampling.stop_token_ids)
+        # Every (prompt, sample) pair is one sequence; similar lengths go together to save padding.
+        items = [(pi, si) for pi in range(len(prompts)) for si in range(sampling.n)]
+        order = sorted(range(len(items)), key=lambda k: len(prompts[items[k][0]]))
+        results: list[Completion | None] = [None] * len(items)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            batch = [prompts[items[k][0]] for k in chunk]
+            for k, (tokens, logprobs, reason) in zip(
+                chunk, self._generate_batch(batch, sampling, generator, stop_ids), strict=True
+            ):
+                pi, si = items[k]
+                results[k] = Completion(
+                    prompt_index=pi,
+                    sample_index=si,
+                    prompt_ids=list(prompts[pi]),
+                    token_ids=tokens,
+                    text=self._decode(tokens),
+                    logprobs=logprobs,
+                    finish_reason=reason,
+                )
+        return [c for c in results if c is not None]
+
+    def load_weights(self, state: dict[str, Tensor]) -> None:
+        """Copy a full (unsharded) state dict into the model in place, converting dtype and device.
+
+        Every key must be a key of model.state_dict(); every model key must be given, except a tied alias
+        (e.g. lm_head.weight tied to the embeddings) whose storage is shared with a key that is given."""
+        own = self.model.state_dict()
+        unexpected = sorted(set(state) - set(own))
+        if unexpected:
+            raise KeyError(f"load_weights: not model keys: {unexpected[:5]} ({len(unexpected)} in all)")
+        given_ptrs = {own[k].data_ptr() for k in state}
+        missing = sorted(k for k in set(own) - set(state) if own[k].data_ptr() not in given_ptrs)
+        if missing:
+            raise KeyError(f"load_weights: model keys missing: {missing[:5]} ({len(missing)} in all)")
+        with torch.no_grad():
+            for name, value in state.items():
+                if own[name].shape != value.shape:
+                    raise ValueError(
+                        f"load_weights: {name} is {tuple(value.shape)}, the model's {tuple(own[name].shape)}"
+                    )
+                own[name].copy_(value)
+
+    # ---- internals -----------------------------------------------------------------------------
+    def _generate_batch(
+        self, batch: list[list[int]], sampling: SamplingParams, generator: torch.Generator, stop_ids: set[int]
+    ) -> Iterator[tuple[list[int], list[float], str]]:
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        width = max(len(p) for p in batch)
+        input_ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, p in enumerate(batch):  # left padding
+            input_ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            attention_mask[row, width - len(p) :] = 1
+        sampler = _StepSampler(sampling, generator)
+        gen_config = GenerationConfig(
+            do_sample=False,
+            max_new_tokens=sampling.max_new_tokens,
+            eos_token_id=sorted(stop_ids) or None,
+            pad_token_id=self.pad_id,
+        )
+        with _clean_generation_config(self.model), torch.no_grad():
+            sequences = self.model.generate(
+                input_ids=input_ids.to(self.device),
+                attention_mask=attention_mask.to(self.device),
+                generation_config=gen_config,
+                logits_processor=LogitsProcessorList([sampler]),
+            )
+        steps = sequences.shape[1] - width
+        tokens = torch.stack(sampler.tokens[:steps], dim=1).cpu().tolist()  # (B, steps)
+        logprobs = torch.stack(sampler.logprobs[:steps], dim=1).cpu().tolist()  # (B, steps)
+        for row_tokens, row_logprobs in zip(tokens, logprobs, strict=True):
+            end = next((t + 1 for t, tok in enumerate(row_tokens) if tok in stop_ids), None)
+            if end is None:
+                yield row_tokens, row_logprobs, "length"
+            else:
+                yield row_tokens[:end], row_logprobs[:end], "stop"
+
+    def _decode(self, tokens: list[int]) -> str:
+        if self.tokenizer is None:
+            return ""
+        return self.tokenizer.decode(tokens, skip_special_tokens=True)
+
+
+@contextlib.contextmanager
+def _clean_generation_config(model: Any) -> Iterator[None]:
+    """Hide the checkpoint's generation defaults (e.g. Qwen's repetition_penalty=1.05, top_k=20) from
+    `generate`: it fills every unset field from model.generation_config, which would add processors."""
+    from transformers import GenerationConfig
+
+    saved = getattr(model, "generation_config", None)
+    model.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        model.generation_config = saved
+
+
+def load_model_and_tokenizer(
+    path: str, gguf_file: str | None = None, dtype: str = "float32"
+) -> tuple[Any, Any]:
+    """A causal LM and its tokenizer (None for a bare weights folder) from an HF folder, a .gguf file
+    (dequantised to `dtype`) or a hub id, through the trainer's loader: both roles load models alike."""
+    from codefu.trainer.config import TrainerConfig
+    from codefu.trainer.model import load_model
+
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+    model, tokenizer = load_model(TrainerConfig(model=str(path), gguf_file=gguf_file, master_dtype=dtype))
+    log.info("loaded %s%s as %s", path, f" ({gguf_file})" if gguf_file else "", dtype)
+    return model, tokenizer
+
+
+__all__ = ["EngineConfig", "TransformersEngine", "load_model_and_tokenizer"]

@@ -1,0 +1,71 @@
+"""Problems to prompt token ids: the model's chat template, except for prompts already rendered as ChatML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codefu.errors import CodefuError
+from codefu.types import Problem
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+_LANGUAGE_NAMES = {"python": ("Python 3", "python"), "cpp": ("C++17", "cpp")}
+
+
+def default_messages(problem: Problem) -> list[dict[str, str]]:
+    """A system message asking for one program in a ```python / ```cpp block, then the statement."""
+    name, tag = _LANGUAGE_NAMES[problem.preferred_language]
+    system = (
+        f"You are an expert competitive programmer. Solve the problem in {name}. Reply with one complete "
+        f"program that reads standard input and writes standard output, in a single ```{tag} code block."
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": problem.statement}]
+
+
+def is_prerendered(messages: list[dict[str, str]]) -> bool:
+    """True for CodeFu's published rows: ONE user message whose content is already the whole ChatML text,
+    from "<|im_start|>..." to the generation prompt "<|im_start|>assistant\\n"."""
+    if len(messages) != 1 or messages[0].get("role") != "user":
+        return False
+    content = messages[0].get("content", "")
+    return content.lstrip().startswith(IM_START) and content.rstrip("\n").endswith(f"{IM_START}assistant")
+
+
+def parse_chatml(text: str) -> list[dict[str, str]]:
+    """ChatML text -> messages; the trailing empty assistant turn (the generation prompt) is dropped."""
+    messages = []
+    for segment in text.split(IM_START)[1:]:
+        role, _, content = segment.partition("\n")
+        content = content.rstrip("\n").removesuffix(IM_END).rstrip("\n")
+        messages.append({"role": role.strip(), "content": content})
+    if messages and messages[-1]["role"] == "assistant" and not messages[-1]["content"]:
+        messages.pop()
+    return messages
+
+
+def _knows_chatml(tokenizer: Any) -> bool:
+    ids = tokenizer.encode(IM_START, add_special_tokens=False)
+    return len(ids) == 1 and ids[0] != tokenizer.unk_token_id
+
+
+def encode_prompt(tokenizer: Any, problem: Problem) -> list[int]:
+    """Prompt token ids for `problem`, ending with the generation prompt (the assistant turn's header).
+
+    - problem.prompt pre-rendered as ChatML (CodeFu's data): tokenized as is, no template, no BOS, when the
+      tokenizer has <|im_start|> as one token; otherwise parsed back into messages and templated.
+    - other problem.prompt: the tokenizer's chat template with add_generation_prompt=True.
+    - no prompt: `default_messages(problem)` through the chat template.
+    """
+    messages = problem.prompt or default_messages(problem)
+    if is_prerendered(messages):
+        content = messages[0]["content"]
+        if _knows_chatml(tokenizer):
+            return list(tokenizer.encode(content, add_special_tokens=False))
+        messages = parse_chatml(content)
+    if not getattr(tokenizer, "chat_template", None):
+        raise CodefuError(
+            f"problem {problem.name!r}: the tokenizer has no chat template; use an instruct model's "
+            "tokenizer or give the tokenizer a chat_template"
+        )
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return list(tokenizer.encode(text, add_special_tokens=False))
