@@ -1,0 +1,57 @@
+"""Observability: namespaced per-step metrics, their sinks (JSONL, TensorBoard, console) and pass@k.
+
+See docs/observability.md for the metric names, the files written to the run directory and the console line.
+"""
+
+from codefu.observability.console import CONSOLE_VERDICTS, ConsoleSink, format_step_line
+from codefu.observability.metrics import (
+    NAMESPACES,
+    VERDICT_CODES,
+    StepTimer,
+    check_names,
+    merge_metrics,
+    reduce_step_metrics,
+    reduction_of,
+    summary_stats,
+    verdict_metrics,
+    weighted_mean,
+)
+from codefu.observability.passk import by_bucket, pass_at_k, pass_at_k_table, passk_metrics
+from codefu.observability.sinks import (
+    METRICS_FILE,
+    TENSORBOARD_DIR,
+    JsonlSink,
+    MetricsSink,
+    MultiSink,
+    SinkBase,
+    TensorBoardSink,
+    read_metrics,
+)
+
+__all__ = [
+    "CONSOLE_VERDICTS",
+    "METRICS_FILE",
+    "NAMESPACES",
+    "TENSORBOARD_DIR",
+    "VERDICT_CODES",
+    "ConsoleSink",
+    "JsonlSink",
+    "MetricsSink",
+    "MultiSink",
+    "SinkBase",
+    "StepTimer",
+    "TensorBoardSink",
+    "by_bucket",
+    "check_names",
+    "format_step_line",
+    "merge_metrics",
+    "pass_at_k",
+    "pass_at_k_table",
+    "passk_metrics",
+    "read_metrics",
+    "reduce_step_metrics",
+    "reduction_of",
+    "summary_stats",
+    "verdict_metrics",
+    "weighted_mean",
+]
