@@ -1,0 +1,68 @@
+"""TrainerActor: a thin Ray actor around TrainerWorker (one actor per rank; no logic of its own).
+
+    group = make_trainer_group(cfg, world_size=2)             # rank 0's node hosts the rendezvous
+    metrics = ray.get([a.update.remote(batch_ref) for a in group])[0]
+
+Every rank gets the same Batch (pass one ObjectRef to all); results that are the same on every rank are
+read from rank 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codefu.trainer.batch import Batch
+from codefu.trainer.config import TrainerConfig
+from codefu.trainer.distributed import free_port, init_distributed
+
+
+class TrainerActor:
+    """One rank. Construct through `ray.remote(TrainerActor)` (see make_trainer_group)."""
+
+    def __init__(
+        self, cfg: TrainerConfig, rank: int, world_size: int, init_method: str, frozen: bool = False
+    ):
+        from codefu.trainer.worker import TrainerWorker
+
+        init_distributed(rank, world_size, init_method, device=cfg.device)
+        self.worker = TrainerWorker(cfg, frozen=frozen)
+
+    def compute_logprobs(self, batch: Batch):
+        return self.worker.compute_logprobs(batch)
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        return self.worker.update(batch)
+
+    def state_dict_for_sync(self, to_cpu: bool = True) -> dict[str, Any]:
+        return self.worker.state_dict_for_sync(to_cpu=to_cpu)
+
+    def save(self, root: str, extra_state: dict[str, Any] | None = None) -> str:
+        return self.worker.save(root, extra_state)
+
+    def load(self, path: str) -> dict[str, Any]:
+        return self.worker.load(path)
+
+    def export_hf(self, path: str) -> str:
+        return self.worker.export_hf(path)
+
+    def step(self) -> int:
+        return self.worker.step
+
+
+def node_address() -> str:
+    import ray
+
+    return ray.util.get_node_ip_address()
+
+
+def make_trainer_group(
+    cfg: TrainerConfig, world_size: int = 1, frozen: bool = False, num_gpus: float = 0, num_cpus: float = 1
+) -> list[Any]:
+    """Start `world_size` TrainerActor ranks. The rendezvous is a free port on the driver's node, so this
+    suits one machine; with several, start rank 0 first and use its address (the launcher's job)."""
+    import ray
+
+    addr = node_address()
+    init_method = f"tcp://{addr}:{free_port()}"
+    cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(TrainerActor)
+    return [cls.remote(cfg, rank, world_size, init_method, frozen) for rank in range(world_size)]

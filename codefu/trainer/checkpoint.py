@@ -1,0 +1,183 @@
+"""Checkpoints: sharded, resumable at any world size (torch.distributed.checkpoint), and HF exports.
+
+Layout of one checkpoint (`<root>/step_00000042/`):
+  .metadata, __*_*.distcp   DCP: model + AdamW state, sharded; DCP reshards on load, so a checkpoint
+                            written by N ranks loads on M ranks
+  trainer_state.pt          step, LR scheduler, saved world size, the caller's extra_state (rank 0)
+  rng_rank<r>.pt            python / numpy / torch (+ CUDA) RNG states of rank r
+
+Every rank writes into `<path>.tmp`; after a barrier rank 0 renames it to `<path>`, so a crash mid-save
+leaves the previous checkpoints untouched (a leftover `.tmp` is ignored and overwritten). With several
+machines, `root` must be on a filesystem all of them share.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch import Tensor, nn
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+STATE_FILE = "trainer_state.pt"
+FORMAT_VERSION = 1
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+def checkpoint_path(root: str | Path, step: int) -> Path:
+    return Path(root) / f"step_{step:08d}"
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    return (Path(path) / STATE_FILE).is_file()
+
+
+def list_checkpoints(root: str | Path) -> list[Path]:
+    """Complete checkpoints under `root`, oldest first (by step)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    found = [
+        (int(m.group(1)), p) for p in root.iterdir() if (m := _STEP_DIR.match(p.name)) and is_checkpoint(p)
+    ]
+    return [p for _, p in sorted(found)]
+
+
+def latest_checkpoint(root: str | Path) -> Path | None:
+    ckpts = list_checkpoints(root)
+    return ckpts[-1] if ckpts else None
+
+
+def prune_checkpoints(root: str | Path, keep_last: int) -> list[Path]:
+    """Delete all but the newest `keep_last` checkpoints under root (one rank). Returns the removed."""
+    old = list_checkpoints(root)[:-keep_last] if keep_last > 0 else []
+    for p in old:
+        shutil.rmtree(p, ignore_errors=True)
+    return old
+
+
+def rng_state() -> dict[str, Any]:
+    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["cuda"])
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    step: int,
+    extra_state: dict[str, Any] | None = None,
+) -> Path:
+    """Write a checkpoint to `path` atomically (all ranks call it). Returns `path`."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    rank = dist.get_rank()
+    if rank == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    dist.barrier()
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp))
+    torch.save(rng_state(), tmp / f"rng_rank{rank}.pt")
+    if rank == 0:
+        state = {
+            "format_version": FORMAT_VERSION,
+            "step": step,
+            "scheduler": scheduler.state_dict(),
+            "world_size": dist.get_world_size(),
+            "extra_state": extra_state or {},
+        }
+        torch.save(state, tmp / STATE_FILE)
+    dist.barrier()  # every shard and RNG file is on disk before the rename makes the checkpoint visible
+    if rank == 0:
+        old = path.with_name(path.name + ".old")
+        if path.exists():  # saving the same step twice: replace it, still never leaving no checkpoint
+            shutil.rmtree(old, ignore_errors=True)
+            path.rename(old)
+        tmp.rename(path)
+        shutil.rmtree(old, ignore_errors=True)
+    dist.barrier()
+    return path
+
+
+def load_checkpoint(
+    path: str | Path,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+) -> tuple[int, dict[str, Any]]:
+    """Load a checkpoint written at any world size into this (already sharded) model and its optimizer.
+    Returns (step, extra_state). Rank r restores the RNG state of saved rank r % saved_world_size."""
+    path = Path(path)
+    # get_state_dict initializes AdamW's state (a zero-lr step) so DCP knows what to read into
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    state = {"model": model_sd, "optim": optim_sd}
+    dcp.load(state, checkpoint_id=str(path))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    meta = torch.load(path / STATE_FILE, weights_only=False)
+    scheduler.load_state_dict(meta["scheduler"])
+    src = dist.get_rank() % meta["world_size"]
+    set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
+    return int(meta["step"]), meta["extra_state"]
+
+
+def export_hf(path: str | Path, state_dict: dict[str, Tensor], hf_config: Any, tokenizer: Any = None) -> Path:
+    """Write an HF model directory (config.json, generation_config.json when known, model.safetensors,
+    tokenizer files) from a full state dict with HF names; atomic like checkpoints. Call on one rank.
+
+    Tied weights (tie_word_embeddings) are written once, as transformers does; the file is one
+    model.safetensors (transformers loads it whatever its size).
+    """
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    tied = bool(getattr(hf_config, "tie_word_embeddings", False))
+    tensors = {}
+    for k, v in state_dict.items():
+        if tied and k == "lm_head.weight":
+            continue
+        tensors[k] = v.detach().to("cpu").contiguous().clone()  # no shared storage (safetensors refuses it)
+    save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    dtype = next(iter(tensors.values())).dtype if tensors else torch.float32
+    config = hf_config.__class__.from_dict(hf_config.to_dict())
+    config.dtype = dtype
+    config.use_cache = True  # the trainer turns the KV cache off; generation wants it
+    config.save_pretrained(tmp)
+    try:
+        from transformers import GenerationConfig
+
+        GenerationConfig.from_model_config(config).save_pretrained(tmp)
+    except (ValueError, TypeError):
+        pass  # optional: from_pretrained falls back to defaults
+    if tokenizer is not None:
+        tokenizer.save_pretrained(tmp)
+    (tmp / "codefu_export.json").write_text(json.dumps({"format_version": FORMAT_VERSION}) + "\n")
+    old = path.with_name(path.name + ".old")
+    if path.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        path.rename(old)
+    tmp.rename(path)
+    shutil.rmtree(old, ignore_errors=True)
+    return path

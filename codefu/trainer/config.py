@@ -1,0 +1,112 @@
+"""TrainerConfig: everything the policy (and reference) trainer workers need, one documented field each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codefu.algo.grpo import AGG_MODES, KL_KINDS
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+SCHEDULES = ("constant", "cosine")
+
+
+@dataclass
+class TrainerConfig:
+    # --- model -----------------------------------------------------------------------------------
+    model: str = ""
+    """An HF model directory (config.json + *.safetensors), a `.gguf` file, or a hub id (needs network)."""
+    gguf_file: str | None = None
+    """File name of a GGUF inside `model` when `model` is a directory (or give the file's path)."""
+    tokenizer: str | None = None
+    """Where to load the tokenizer from; None = the same place as the model (a GGUF carries its own)."""
+    attn_implementation: str | None = "sdpa"
+    """Passed to transformers; "sdpa" (default), "eager", "flash_attention_2", ... None: transformers'."""
+    device: str = "auto"
+    """"auto" = cuda when available (this rank's GPU, LOCAL_RANK), else cpu."""
+    dtype: str = "auto"
+    """Compute dtype (FSDP param_dtype): "auto" = bfloat16 on GPU, float32 on CPU. Reductions: fp32."""
+    master_dtype: str = "float32"
+    """Dtype of the stored (sharded) parameters, their gradients and AdamW state. float32 is standard mixed
+    precision; "bfloat16" halves memory (pure-bf16 training, like a plain `model.bfloat16()` loop)."""
+    gradient_checkpointing: bool = True
+    """Recompute each decoder layer in backward (HF gradient checkpointing, non-reentrant)."""
+    cpu_offload: bool = False
+    """FSDP2 CPUOffloadPolicy: sharded params, grads and AdamW state live in (pinned) CPU memory; the AdamW
+    step runs on the CPU. Lets a 7B policy with fp32 master weights train on one GPU."""
+    reshard_after_forward: bool = True
+    """Free each layer's gathered params after forward (ZeRO-3); False keeps them until backward (ZeRO-2-like,
+    faster, more memory)."""
+
+    # --- optimizer and schedule -------------------------------------------------------------------
+    lr: float = 1e-6
+    betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
+    weight_decay: float = 0.01
+    """Decoupled (AdamW) weight decay, applied to every parameter (as verl)."""
+    warmup_steps: int = 0
+    """Optimizer steps of linear warmup from lr / (warmup_steps + 1) ... lr."""
+    schedule: str = "constant"
+    """After warmup: "constant", or "cosine" decay to lr * min_lr_ratio at `total_steps`."""
+    total_steps: int = 0
+    """Total optimizer steps (needed by "cosine")."""
+    min_lr_ratio: float = 0.0
+    grad_clip: float = 1.0
+    """Clip the global gradient L2 norm (over all ranks) to this; <= 0: no clipping (norm logged)."""
+
+    # --- the update --------------------------------------------------------------------------------
+    ppo_epochs: int = 1
+    """Passes over the batch per `update` call."""
+    mini_batch_size: int = 0
+    """Sequences (across all ranks) per optimizer step; 0 = the whole batch (one step per epoch). CodeFu's fix
+    for length/reward collapse was a mini-batch at least 4x smaller than the batch."""
+    micro_batch_tokens: int = 8192
+    """Padded-token budget per micro-batch on one rank (rows x longest row); sequences are packed first-fit
+    by decreasing length. A longer sequence gets a micro-batch of its own."""
+    shuffle: bool = True
+    """Permute the batch (seeded by seed, step and epoch: the same on every rank and after a resume) before
+    cutting it into mini-batches."""
+    logprob_chunk_tokens: int = 1024
+    """Token positions per chunk when computing log-probs from hidden states: the lm_head output for one chunk
+    is the largest logits tensor that ever exists (1024 x 152k x 4 B = 0.6 GB in fp32)."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollout; log-probs are computed from logits / temperature."""
+
+    # --- the loss ------------------------------------------------------------------------------------
+    loss_agg: str = "token-mean"
+    """One of codefu.algo.grpo.AGG_MODES; the denominator is always the whole mini-batch's (all micro-batches,
+    all ranks)."""
+    norm_length: int = 0
+    """The constant length L of "seq-mean-token-sum-norm" (Dr. GRPO); 0 = the batch's padded length."""
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = None
+    kl_coef: float = 0.0
+    """Weight of the KL penalty to the reference policy; 0 skips it (no reference log-probs needed)."""
+    kl_kind: str = "k3"
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus (loss -= entropy_coef * entropy); entropy is always logged."""
+
+    # --- reproducibility and checkpoints --------------------------------------------------------------
+    seed: int = 0
+    keep_last: int = 3
+    """Checkpoints kept by `save` (older step_* directories are deleted); <= 0 keeps all."""
+
+    def __post_init__(self) -> None:
+        self.betas = tuple(self.betas)  # YAML gives a list
+        checks = [
+            (self.dtype in DTYPES, f"dtype must be one of {DTYPES}"),
+            (self.master_dtype in DTYPES[1:], f"master_dtype must be one of {DTYPES[1:]}"),
+            (self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}"),
+            (self.loss_agg in AGG_MODES, f"loss_agg must be one of {AGG_MODES}"),
+            (self.kl_kind in KL_KINDS, f"kl_kind must be one of {KL_KINDS}"),
+            (self.ppo_epochs >= 1, "ppo_epochs must be >= 1"),
+            (self.mini_batch_size >= 0, "mini_batch_size must be >= 0"),
+            (self.micro_batch_tokens >= 1, "micro_batch_tokens must be >= 1"),
+            (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
+            (self.schedule != "cosine" or self.total_steps > 0, "schedule='cosine' needs total_steps > 0"),
+            (self.temperature > 0, "temperature must be > 0"),
+            (self.dual_clip is None or self.dual_clip > 1.0, "dual_clip must be > 1 or None"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f"TrainerConfig: {message}")

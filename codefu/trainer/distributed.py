@@ -1,0 +1,81 @@
+"""Process-group bring-up and the few collectives the trainer uses (one code path for 1 and N ranks)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for single-machine groups and tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_distributed(
+    rank: int | None = None,
+    world_size: int | None = None,
+    init_method: str | None = None,
+    device: str = "auto",
+    timeout_s: float = 1800.0,
+) -> tuple[int, int]:
+    """Initialize the default process group unless it already is; returns (rank, world_size).
+
+    rank / world_size / init_method default to the torchrun environment (RANK, WORLD_SIZE, MASTER_ADDR,
+    MASTER_PORT); without any of it, a single-rank group on a free port of 127.0.0.1. On CUDA the backend is
+    "cpu:gloo,cuda:nccl": NCCL for the GPU collectives, gloo for CPU tensors (CPU offload keeps gradients
+    on the CPU, and the gradient-norm all-reduce then runs there). On CPU it is gloo.
+    """
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    rank = int(os.environ.get("RANK", 0)) if rank is None else rank
+    world_size = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
+    if init_method is None:
+        if "MASTER_ADDR" in os.environ:
+            init_method = "env://"
+        elif world_size == 1:
+            init_method = f"tcp://127.0.0.1:{free_port()}"
+        else:
+            raise ValueError("init_distributed: world_size > 1 needs init_method or MASTER_ADDR/MASTER_PORT")
+    use_cuda = resolve_device(device).type == "cuda"
+    if use_cuda:
+        torch.cuda.set_device(resolve_device(device))
+    backend = "cpu:gloo,cuda:nccl" if use_cuda else "gloo"
+    dist.init_process_group(
+        backend,
+        init_method=init_method,
+        rank=rank,
+        world_size=world_size,
+        timeout=timedelta(seconds=timeout_s),
+    )
+    return rank, world_size
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """ "auto" -> this rank's GPU (LOCAL_RANK, else 0) when CUDA is available, else the CPU."""
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count())
+        return torch.device("cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+def make_mesh(device: torch.device) -> DeviceMesh:
+    """A 1-D mesh over every rank of the default group (FSDP shards each parameter over all of them)."""
+    return init_device_mesh(device.type, (dist.get_world_size(),))
+
+
+def all_reduce(t: Tensor, op: str = "sum") -> Tensor:
+    """In-place all-reduce ("sum" or "max") over the default group; returns `t`."""
+    dist.all_reduce(t, op=dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX)
+    return t

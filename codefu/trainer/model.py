@@ -1,0 +1,182 @@
+"""Loading a causal LM (HF directory, GGUF file, hub id), wrapping it to give token log-probs in chunks,
+and sharding it with FSDP2.
+
+`PolicyModel` is the FSDP root: its forward runs the decoder, then the lm_head one chunk of positions at a
+time (each chunk checkpointed), so a (B, T, V) logits tensor never exists -- for a 16k-token sequence and a
+152k vocabulary that would be 4.9 GB in bf16 and 10 GB in fp32.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+from torch.utils.checkpoint import checkpoint
+
+from codefu.algo.grpo import entropy_from_logits, token_logprobs_from_logits
+from codefu.trainer.config import TrainerConfig
+from codefu.trainer.distributed import make_mesh
+
+DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def compute_dtype(cfg: TrainerConfig, device: torch.device) -> torch.dtype:
+    """bf16 on GPU and fp32 on CPU unless the config names one."""
+    if cfg.dtype == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return DTYPE_BY_NAME[cfg.dtype]
+
+
+def resolve_source(cfg: TrainerConfig) -> tuple[str, str | None]:
+    """(directory or hub id, gguf file name or None) for `from_pretrained`."""
+    path = Path(cfg.model)
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise FileNotFoundError(f"GGUF file {path} does not exist")
+        return str(path.parent), path.name
+    if cfg.gguf_file is not None:
+        return cfg.model, cfg.gguf_file
+    return cfg.model, None
+
+
+def load_model(cfg: TrainerConfig) -> tuple[nn.Module, Any]:
+    """Load (model, tokenizer or None) on the CPU in `cfg.master_dtype`.
+
+    A GGUF is dequantized by transformers (needs the `gguf` package) and its tokenizer is read from the
+    same file. A path that does not exist locally is treated as a hub id (downloads; needs network).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if not cfg.model:
+        raise ValueError("TrainerConfig.model is empty: give an HF directory, a .gguf file or a hub id")
+    source, gguf = resolve_source(cfg)
+    kwargs: dict[str, Any] = {"dtype": DTYPE_BY_NAME[cfg.master_dtype]}
+    if gguf is not None:
+        kwargs["gguf_file"] = gguf
+    if cfg.attn_implementation is not None:
+        kwargs["attn_implementation"] = cfg.attn_implementation
+    model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+    tok_source = cfg.tokenizer or source
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tok_source, **({"gguf_file": gguf} if gguf else {}))
+    except (OSError, ValueError, TypeError):
+        # a bare weights directory (e.g. a random-init test model) has no tokenizer; training doesn't need one
+        if cfg.tokenizer is not None:
+            raise
+        tokenizer = None
+    return model, tokenizer
+
+
+def build_model(config: Any, cfg: TrainerConfig, device: torch.device | str = "cpu") -> nn.Module:
+    """A randomly initialized causal LM from an HF config (object or dict with "model_type"), built directly
+    on `device` (on the GPU, so a 7B model needs neither 28 GB of CPU memory nor minutes of CPU init)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if isinstance(config, dict):
+        config = dict(config)
+        config = AutoConfig.for_model(config.pop("model_type"), **config)
+    if cfg.attn_implementation is not None:
+        config._attn_implementation = cfg.attn_implementation
+    with torch.device(device):
+        return AutoModelForCausalLM.from_config(config, dtype=DTYPE_BY_NAME[cfg.master_dtype])
+
+
+def decoder_layers(lm: nn.Module) -> nn.ModuleList:
+    """The repeated transformer blocks (Llama, Qwen2, Mistral, ...: `lm.model.layers`)."""
+    layers = getattr(lm.get_decoder(), "layers", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise TypeError(f"{type(lm).__name__}: no decoder `layers` ModuleList to shard")
+    return layers
+
+
+class PolicyModel(nn.Module):
+    """Causal LM -> per-token log-probs (and entropy), computing the lm_head in checkpointed chunks.
+
+    `self.lm` is the unmodified transformers model, so state-dict keys are "lm." + the HF names.
+    """
+
+    def __init__(self, lm: nn.Module, chunk_tokens: int = 1024, temperature: float = 1.0):
+        super().__init__()
+        self.lm = lm
+        self.chunk_tokens = chunk_tokens
+        self.temperature = temperature
+
+    def _head(self, hidden: Tensor, targets: Tensor, with_entropy: bool) -> tuple[Tensor, Tensor]:
+        """hidden (b, c, H), targets (b, c) -> fp32 log-probs (b, c) and entropy (b, c) (0 if not asked)."""
+        logits = self.lm.get_output_embeddings()(hidden)  # (b, c, V) in the compute dtype
+        n = targets.numel()
+        lp = token_logprobs_from_logits(logits, targets, chunk_size=max(n, 1), temperature=self.temperature)
+        if with_entropy:
+            ent = entropy_from_logits(logits, chunk_size=max(n, 1), temperature=self.temperature)
+        else:
+            ent = torch.zeros_like(lp)
+        return lp, ent
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor, response_mask: Tensor, with_entropy: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """input_ids, attention_mask, response_mask (b, T) -> (logprobs (b, T), entropy (b, T)), fp32.
+
+        Column t holds log p(input_ids[:, t] | input_ids[:, :t]) (column 0 is 0). Only the span of columns
+        where some row has a response token is computed (the rest is 0): prompts cost no lm_head.
+        """
+        b, T = input_ids.shape
+        hidden = self.lm.get_decoder()(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        ).last_hidden_state  # (b, T, H), after the final norm
+        cols = response_mask[:, 1:].any(0).nonzero().flatten()  # prediction columns p: hidden[p] -> ids[p+1]
+        start, end = (int(cols[0]), int(cols[-1]) + 1) if len(cols) else (T - 2, T - 1)
+        step = max(1, self.chunk_tokens // b)
+        lps, ents = [], []
+        for s in range(start, end, step):
+            e = min(s + step, end)
+            args = (hidden[:, s:e], input_ids[:, s + 1 : e + 1], with_entropy)
+            # checkpointed: only the (b, c, H) slice is kept; the chunk's logits are recomputed in backward
+            lp, ent = (
+                checkpoint(self._head, *args, use_reentrant=False)
+                if hidden.requires_grad
+                else self._head(*args)
+            )
+            lps.append(lp)
+            ents.append(ent)
+        pad = (start + 1, T - 1 - end)  # columns 0..start and end+1..T-1
+        return F.pad(torch.cat(lps, 1), pad), F.pad(torch.cat(ents, 1), pad)
+
+
+def shard_model(model: PolicyModel, cfg: TrainerConfig, device: torch.device) -> PolicyModel:
+    """FSDP2: `fully_shard` each decoder layer, then the root (embeddings, final norm, lm_head).
+
+    Parameters are stored sharded in `cfg.master_dtype`, gathered in the compute dtype, and gradients are
+    reduced in fp32. Works for any world size, including 1, and on CPU with gloo.
+    """
+    param_dtype = compute_dtype(cfg, device)
+    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+    kwargs: dict[str, Any] = {"mesh": make_mesh(device), "mp_policy": mp}
+    if cfg.cpu_offload:
+        kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=device.type == "cuda")
+    for layer in decoder_layers(model.lm):
+        fully_shard(layer, reshard_after_forward=cfg.reshard_after_forward, **kwargs)
+    # the root's params are needed again right at the start of backward: keeping them gathered is cheaper
+    fully_shard(model, reshard_after_forward=False, **kwargs)
+    return model
+
+
+def prepare_model(
+    lm: nn.Module, cfg: TrainerConfig, device: torch.device, frozen: bool = False
+) -> PolicyModel:
+    """Wrap, enable gradient checkpointing (trainable models only), and shard."""
+    lm.config.use_cache = False
+    if cfg.gradient_checkpointing and not frozen:
+        # newer transformers renamed gradient_checkpointing_enable (the old name warns)
+        if hasattr(lm, "activation_checkpointing_enable"):
+            lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if frozen:
+        lm.requires_grad_(False)
+    model = PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature)
+    return shard_model(model, cfg, device)

@@ -1,0 +1,319 @@
+"""TrainerWorker: one rank of the FSDP2 policy trainer (or, with frozen=True, of the reference policy).
+
+A plain class: build it in any process whose default process group is up (`init_distributed`); the Ray
+actor in actor.py only forwards calls. Every rank gets the same whole `Batch` and takes its own rows
+(batch.py), so the only communication is FSDP's own, one all-reduce of the log-probs in
+`compute_logprobs`, and small metric/gradient-norm all-reduces in `update`.
+
+The update does not depend on how a mini-batch is split over ranks and micro-batches: every micro-batch's
+loss is divided by the whole mini-batch's count (tokens for token-mean, sequences for the seq-mean modes),
+so the micro-batch losses on all ranks add up to the mini-batch loss; the gradients are summed (FSDP's
+1/world_size averaging is undone by scaling the loss by world_size).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+from torch.distributed.tensor import DTensor
+
+from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
+from codefu.trainer import checkpoint as ckpt
+from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
+from codefu.trainer.config import TrainerConfig
+from codefu.trainer.distributed import all_reduce, init_distributed, resolve_device
+from codefu.trainer.model import compute_dtype, load_model, prepare_model
+
+# policy_loss metrics averaged over valid tokens (weighted by each micro-batch's valid tokens)
+_TOKEN_MEAN_METRICS = ("clip_frac", "approx_kl", "ratio_mean")
+
+
+def lr_lambda(cfg: TrainerConfig):
+    """Multiplier of cfg.lr after `step` optimizer steps: linear warmup, then constant or cosine decay."""
+
+    def f(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / (cfg.warmup_steps + 1)
+        if cfg.schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.total_steps - cfg.warmup_steps))
+        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return f
+
+
+class TrainerWorker:
+    """One rank. Verbs: compute_logprobs, update, state_dict_for_sync, save, load, export_hf.
+
+    Args:
+        cfg: the trainer config (same on every rank).
+        frozen: a reference policy: no optimizer, no gradient checkpointing, only `compute_logprobs`.
+        model: an already built transformers causal LM (e.g. random init for benchmarks) instead of
+            loading `cfg.model`; tokenizer goes with it.
+    """
+
+    def __init__(
+        self, cfg: TrainerConfig, frozen: bool = False, model: nn.Module | None = None, tokenizer: Any = None
+    ):
+        self.cfg = cfg
+        self.frozen = frozen
+        self.device = resolve_device(cfg.device)
+        self.rank, self.world_size = init_distributed(device=cfg.device)
+        torch.manual_seed(cfg.seed)
+        if model is None:
+            model, tokenizer = load_model(cfg)
+        self.tokenizer = tokenizer
+        self.hf_config = model.config
+        self.model = prepare_model(model, cfg, self.device, frozen=frozen)
+        self.step = 0  # optimizer steps taken
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+        if not frozen:
+            params = [p for p in self.model.parameters() if p.requires_grad]
+            on_gpu = self.device.type == "cuda" and not cfg.cpu_offload
+            self.optimizer = torch.optim.AdamW(
+                params,
+                lr=cfg.lr,
+                betas=cfg.betas,
+                eps=cfg.adam_eps,
+                weight_decay=cfg.weight_decay,
+                fused=True if on_gpu else None,
+            )
+            self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
+        # Dr. GRPO's constant-length mode is seq-mean-token-sum with the normalizer multiplied by L
+        self._agg = "seq-mean-token-sum" if cfg.loss_agg == "seq-mean-token-sum-norm" else cfg.loss_agg
+
+    # ------------------------------------------------------------------------------------------------
+    # the split of a batch into ranks and micro-batches (pure, identical on every rank)
+
+    def _my_micro_batches(self, rows: list[int], lengths: list[int]) -> tuple[list[list[int]], int]:
+        """This rank's micro-batches (lists of batch rows) and the number every rank must run (the max)."""
+        sub = [lengths[i] for i in rows]
+        parts = split_across_ranks(sub, self.world_size)
+        packed = [pack_micro_batches([sub[j] for j in p], self.cfg.micro_batch_tokens) for p in parts]
+        mine = [[rows[parts[self.rank][k]] for k in mb] for mb in packed[self.rank]]
+        return mine, max(1, max(len(p) for p in packed))
+
+    def _forward(self, mb: Batch, with_entropy: bool) -> tuple[Tensor, Tensor]:
+        return self.model(mb.input_ids, mb.attention_mask.long(), mb.response_mask, with_entropy=with_entropy)
+
+    # ------------------------------------------------------------------------------------------------
+    # verbs
+
+    @torch.no_grad()
+    def compute_logprobs(self, batch: Batch) -> Tensor:
+        """(B, T) fp32 log-probs of `batch.input_ids` under this model, aligned like `Batch.old_logprobs`;
+        0 outside `response_mask`. Every rank computes its rows; the result is all-reduced to every rank."""
+        self.model.eval()
+        B, T = batch.input_ids.shape
+        out = torch.zeros(B, T, dtype=torch.float32, device=self.device)
+        rows = list(range(B))
+        mine, n_micro = self._my_micro_batches(rows, batch.lengths().tolist())
+        for i in range(n_micro):
+            mb_rows = mine[i] if i < len(mine) else [0]
+            mb = batch.select(mb_rows, self.device)
+            lp, _ = self._forward(mb, with_entropy=False)
+            if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
+                out[mb_rows, : lp.shape[1]] = lp * mb.response_mask.to(lp.dtype)
+        self.model.reshard()  # the root stays gathered after a no-grad forward; free it (and never go stale)
+        return all_reduce(out).cpu()
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        """PPO epochs over mini-batches of `cfg.mini_batch_size` sequences; one optimizer step each.
+
+        Needs batch.old_logprobs and batch.advantages (and batch.ref_logprobs when kl_coef > 0). Returns
+        metrics averaged over the optimizer steps (`optim/grad_norm_max` and `policy/ratio_max`: maxima).
+        """
+        if self.optimizer is None:
+            raise RuntimeError("update() on a frozen (reference) worker")
+        if batch.old_logprobs is None or batch.advantages is None:
+            raise ValueError("update() needs batch.old_logprobs and batch.advantages")
+        if self.cfg.kl_coef > 0 and batch.ref_logprobs is None:
+            raise ValueError("kl_coef > 0 needs batch.ref_logprobs (from the reference worker)")
+        t0 = time.perf_counter()
+        self.model.train()
+        B = len(batch)
+        mbs = self.cfg.mini_batch_size or B
+        lengths = batch.lengths().tolist()
+        totals: dict[str, float] = defaultdict(float)
+        maxima: dict[str, float] = defaultdict(float)
+        n_steps = 0
+        for epoch in range(self.cfg.ppo_epochs):
+            order = self._order(B, epoch)
+            for s in range(0, B, mbs):
+                stats = self._train_mini_batch(batch, order[s : s + mbs], lengths)
+                for k, v in stats.items():
+                    if k.endswith("_max"):
+                        maxima[k] = max(maxima[k], v)
+                    else:
+                        totals[k] += v
+                n_steps += 1
+        metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
+        metrics["optim/steps"] = float(self.step)
+        metrics["timing/update_s"] = time.perf_counter() - t0
+        return metrics
+
+    def _order(self, n: int, epoch: int) -> list[int]:
+        """One epoch's batch order, seeded by (seed, step, epoch): all ranks and a resumed run agree."""
+        if not self.cfg.shuffle:
+            return list(range(n))
+        g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + self.step * 1_009 + epoch)
+        return torch.randperm(n, generator=g).tolist()
+
+    def _normalizer(self, batch: Batch, rows: list[int]) -> float:
+        """The mini-batch's denominator for aggregate_loss, counted over all its rows (hence all ranks)."""
+        resp = batch.response_mask[rows] != 0
+        if self._agg == "token-mean":
+            n = float(resp.sum())
+        else:
+            n = float((resp.sum(-1) > 0).sum())
+            if self.cfg.loss_agg == "seq-mean-token-sum-norm":
+                n *= self.cfg.norm_length or batch.input_ids.shape[1]
+        return max(n, 1.0)
+
+    def _train_mini_batch(self, batch: Batch, rows: list[int], lengths: list[int]) -> dict[str, float]:
+        """Forward/backward every micro-batch of this rank's share of `rows`, then one optimizer step."""
+        cfg = self.cfg
+        normalizer = self._normalizer(batch, rows)
+        mine, n_micro = self._my_micro_batches(rows, lengths)
+        # summed over micro-batches and ranks: [pg, kl, entropy, total, valid tokens, *token-weighted metrics]
+        acc = torch.zeros(5 + len(_TOKEN_MEAN_METRICS), dtype=torch.float64)
+        ratio_max = torch.zeros((), dtype=torch.float64)
+        for i in range(n_micro):
+            mb = (
+                batch.select(mine[i], self.device)
+                if i < len(mine)
+                else batch.select(rows[:1], self.device).zero_weight()
+            )
+            lp, ent = self._forward(mb, with_entropy=True)
+            mask = mb.response_mask.to(lp.dtype)
+            pg, m = policy_loss(
+                lp,
+                mb.old_logprobs.to(lp),
+                mb.advantages.to(lp),
+                mask,
+                cfg.clip_low,
+                cfg.clip_high,
+                cfg.dual_clip,
+                agg=self._agg,
+                normalizer=normalizer,
+            )
+            ent_loss = aggregate_loss(ent, mask, self._agg, normalizer)
+            loss = pg - cfg.entropy_coef * ent_loss if cfg.entropy_coef else pg
+            kl = torch.zeros(())
+            if cfg.kl_coef > 0:
+                kl = aggregate_loss(
+                    kl_penalty(lp, mb.ref_logprobs.to(lp), cfg.kl_kind), mask, self._agg, normalizer
+                )
+                loss = loss + cfg.kl_coef * kl
+            # FSDP averages gradients over ranks; the normalizer already divides by the global count
+            (loss * self.world_size).backward()
+            n_tok = m["valid_tokens"]
+            acc += torch.tensor(
+                [float(x.detach()) for x in (pg, kl, ent_loss, loss)]
+                + [n_tok]
+                + [m[k] * n_tok for k in _TOKEN_MEAN_METRICS],
+                dtype=torch.float64,
+            )
+            ratio_max = torch.maximum(
+                ratio_max, torch.tensor(m["ratio_max"] if n_tok else 0.0, dtype=torch.float64)
+            )
+        grad_norm = self._clip_gradients()
+        if math.isfinite(grad_norm):
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.step += 1
+        acc, ratio_max = all_reduce(acc), all_reduce(ratio_max, "max")
+        tokens = max(float(acc[4]), 1.0)
+        out = {
+            "loss/pg": float(acc[0]),
+            "loss/kl": float(acc[1]),
+            "loss/total": float(acc[3]),
+            "policy/entropy": float(acc[2]),
+            "policy/ratio_max": float(ratio_max),
+            "optim/grad_norm": grad_norm,
+            "optim/grad_norm_max": grad_norm,
+            "optim/lr": self.scheduler.get_last_lr()[0],
+            "optim/skipped": float(not math.isfinite(grad_norm)),
+            "perf/tokens": float(batch.attention_mask[rows].sum()),
+            "perf/response_tokens": float(acc[4]),
+        }
+        out |= {f"policy/{k}": float(acc[5 + j]) / tokens for j, k in enumerate(_TOKEN_MEAN_METRICS)}
+        return out
+
+    def _clip_gradients(self) -> float:
+        """Global L2 norm of the gradients over all ranks (each FSDP shard counted once); scale them down to
+        cfg.grad_clip when above it. Returns the norm before clipping (inf/nan when not finite)."""
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        local = [g.to_local() if isinstance(g, DTensor) else g for g in grads]
+        dev = local[0].device if local else self.device
+        sq = torch.zeros((), dtype=torch.float32, device=dev)
+        for g in local:
+            sq += torch.linalg.vector_norm(g, dtype=torch.float32).square()
+        norm = float(all_reduce(sq).sqrt())
+        if self.cfg.grad_clip > 0 and math.isfinite(norm) and norm > self.cfg.grad_clip:
+            torch._foreach_mul_(local, self.cfg.grad_clip / (norm + 1e-6))
+        return norm
+
+    # ------------------------------------------------------------------------------------------------
+    # weights out, checkpoints
+
+    def state_dict_for_sync(self, to_cpu: bool = True, dtype: torch.dtype | None = None) -> dict[str, Tensor]:
+        """The full (unsharded) weights with HF names, in `dtype` (default: the compute dtype), for the
+        rollout engine. A collective: call on every rank. to_cpu=True: on rank 0 only (others get {});
+        to_cpu=False: on every rank, on its device."""
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=to_cpu)
+        sd = get_model_state_dict(self.model, options=opts)
+        dtype = dtype or compute_dtype(self.cfg, self.device)
+        return {k.removeprefix("lm."): v.to(dtype) for k, v in sd.items()}
+
+    def save(self, root: str | Path, extra_state: dict[str, Any] | None = None) -> str:
+        """Write a resumable sharded checkpoint `root/step_<step>` (all ranks; atomic), keep the last
+        cfg.keep_last. Returns its path."""
+        if self.optimizer is None:
+            raise RuntimeError("save() on a frozen (reference) worker: it never changes")
+        path = ckpt.save_checkpoint(
+            ckpt.checkpoint_path(root, self.step),
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            self.step,
+            extra_state,
+        )
+        if self.rank == 0 and self.cfg.keep_last > 0:
+            ckpt.prune_checkpoints(root, self.cfg.keep_last)
+        dist.barrier()
+        return str(path)
+
+    def load(self, path: str | Path) -> dict[str, Any]:
+        """Resume from a checkpoint directory, or from the latest one under a root; any world size.
+        Returns the caller's extra_state."""
+        if self.optimizer is None:
+            raise RuntimeError("load() on a frozen (reference) worker")
+        path = Path(path)
+        if not ckpt.is_checkpoint(path):
+            latest = ckpt.latest_checkpoint(path)
+            if latest is None:
+                raise FileNotFoundError(f"no checkpoint in {path}")
+            path = latest
+        self.model.reshard()
+        self.step, extra = ckpt.load_checkpoint(path, self.model, self.optimizer, self.scheduler)
+        return extra
+
+    def export_hf(self, path: str | Path, dtype: torch.dtype | None = None) -> str:
+        """An HF directory (config, model.safetensors, tokenizer) that plain `from_pretrained` loads. dtype
+        defaults to the compute dtype (bf16 on GPU). A collective: call on every rank; rank 0 writes."""
+        sd = self.state_dict_for_sync(to_cpu=True, dtype=dtype)
+        if self.rank == 0:
+            ckpt.export_hf(path, sd, self.hf_config, self.tokenizer)
+        dist.barrier()
+        return str(path)

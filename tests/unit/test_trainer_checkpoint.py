@@ -1,0 +1,106 @@
+"""Checkpoints on one rank: resume gives the identical next update, atomic writes, keep-last, HF export.
+Resuming at a different world size is tests/e2e/test_trainer_dist.py."""
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from codefu.trainer import TrainerConfig, TrainerWorker
+from codefu.trainer import checkpoint as ckpt
+from codefu.trainer.testing import random_batch, save_tiny_model
+
+VOCAB = 128
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+def make_worker(model_dir, **overrides):
+    base = dict(
+        model=str(model_dir),
+        lr=1e-3,
+        adam_eps=1e-5,
+        mini_batch_size=2,
+        warmup_steps=2,
+        schedule="cosine",
+        total_steps=10,
+        micro_batch_tokens=24,
+        keep_last=2,
+    )
+    return TrainerWorker(TrainerConfig(**(base | overrides)))
+
+
+def filled(w, seed):
+    b = random_batch(4, 12, VOCAB, prompt_len=3, min_len=6, seed=seed)
+    b.old_logprobs = w.compute_logprobs(b)
+    return b
+
+
+def test_resume_gives_identical_next_update(tiny_dir, tmp_path):
+    a = make_worker(tiny_dir)
+    a.update(filled(a, 1))
+    path = a.save(tmp_path / "ckpt", extra_state={"loader": {"epoch": 3, "index": 17}})
+    random.random(), np.random.rand(), torch.rand(1)  # RNG moves on after the save ...
+    expected_rng = (random.random(), float(np.random.rand()))
+    batch2 = filled(a, 2)
+    m_a = a.update(batch2)
+
+    b = make_worker(tiny_dir)  # a fresh worker (fresh optimizer, step 0), then resume
+    random.seed(123)
+    extra = b.load(tmp_path / "ckpt")  # the root: picks the latest
+    random.random(), np.random.rand(), torch.rand(1)
+    assert (random.random(), float(np.random.rand())) == expected_rng  # ... and is restored by load
+    assert extra == {"loader": {"epoch": 3, "index": 17}}
+    assert b.step == 2 and path.endswith("step_00000002")
+    m_b = b.update(batch2)
+    assert m_b["optim/lr"] == m_a["optim/lr"] and m_b["loss/total"] == m_a["loss/total"]
+    sa, sb = a.state_dict_for_sync(), b.state_dict_for_sync()
+    for k in sa:
+        torch.testing.assert_close(sa[k], sb[k], atol=0, rtol=0, msg=k)
+
+
+def test_keep_last_and_crashed_save_leaves_previous_intact(tiny_dir, tmp_path):
+    w = make_worker(tiny_dir, keep_last=2)
+    root = tmp_path / "ckpt"
+    batch = filled(w, 3)
+    for _ in range(3):
+        w.update(batch)  # 2 steps each
+        w.save(root)
+    assert [p.name for p in ckpt.list_checkpoints(root)] == ["step_00000004", "step_00000006"]
+    # a save that died half way: its .tmp directory is not a checkpoint and is ignored
+    crashed = root / "step_00000008.tmp"
+    crashed.mkdir()
+    (crashed / ".metadata").write_bytes(b"partial")
+    assert ckpt.latest_checkpoint(root).name == "step_00000006"
+    w.load(root)
+    assert w.step == 6
+    w.update(batch)
+    w.save(root)  # overwrites the leftover .tmp
+    assert ckpt.latest_checkpoint(root).name == "step_00000008" and not crashed.exists()
+    with pytest.raises(FileNotFoundError):
+        w.load(tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_hf_export_loads_in_plain_transformers_with_the_same_logits(tmp_path, tied):
+    model_dir = save_tiny_model(tmp_path / "model", seed=1, tie_word_embeddings=tied)
+    w = make_worker(model_dir, keep_last=0)
+    w.update(filled(w, 4))  # exported weights must be the trained ones, not the loaded ones
+    out = w.export_hf(tmp_path / "export", dtype=torch.float32)
+    plain = AutoModelForCausalLM.from_pretrained(out)
+    assert plain.config.tie_word_embeddings is tied
+    batch = random_batch(3, 10, VOCAB, seed=5)
+    with torch.no_grad():
+        exported = plain(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        w.model.unshard()  # gather the root's params to call the inner transformers model directly
+        live = w.model.lm(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+        w.model.reshard()
+    torch.testing.assert_close(exported, live, atol=1e-5, rtol=1e-5)
+    trained = w.state_dict_for_sync()
+    loaded = AutoModelForCausalLM.from_pretrained(model_dir).state_dict()
+    assert not torch.equal(trained["model.norm.weight"], loaded["model.norm.weight"])
