@@ -11,9 +11,11 @@ from codefu.errors import CodefuError
 def build_parser() -> argparse.ArgumentParser:
     from codefu.data import cli as data_cli
     from codefu.judge import cli as judge_cli
+    from codefu.orchestrator import cli as train_cli
 
     parser = argparse.ArgumentParser(prog="codefu", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    train_cli.add_parser(sub)
     judge_cli.add_parser(sub)
     data_cli.add_parser(sub)
     return parser

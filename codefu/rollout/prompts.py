@@ -12,14 +12,32 @@ IM_END = "<|im_end|>"
 _LANGUAGE_NAMES = {"python": ("Python 3", "python"), "cpp": ("C++17", "cpp")}
 
 
+# One worked example as a prior turn: on trivial problems it took SmolLM2-135M from 0-1 to 1-5 solved of
+# 16 samples (shared/design/measurements.md), and groups where every sample fails teach GRPO nothing.
+_EXAMPLE = {
+    "python": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
+    "cpp": "```cpp\n#include <iostream>\nint main() {\n    long long a, b;\n    std::cin >> a >> b;\n"
+    "    std::cout << a + b << std::endl;\n}\n```",
+}
+_EXAMPLE_PROBLEM = (
+    "Read two integers a and b from one line and print their sum.\n\nExample input:\n2 3\n\nOutput:\n5"
+)
+
+
 def default_messages(problem: Problem) -> list[dict[str, str]]:
-    """A system message asking for one program in a ```python / ```cpp block, then the statement."""
+    """A system message asking for one program in a ```python / ```cpp block, one worked example, then the
+    statement."""
     name, tag = _LANGUAGE_NAMES[problem.preferred_language]
     system = (
         f"You are an expert competitive programmer. Solve the problem in {name}. Reply with one complete "
         f"program that reads standard input and writes standard output, in a single ```{tag} code block."
     )
-    return [{"role": "system", "content": system}, {"role": "user", "content": problem.statement}]
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": _EXAMPLE_PROBLEM},
+        {"role": "assistant", "content": _EXAMPLE[problem.preferred_language]},
+        {"role": "user", "content": problem.statement},
+    ]
 
 
 def is_prerendered(messages: list[dict[str, str]]) -> bool:

@@ -56,13 +56,19 @@ def node_address() -> str:
 
 
 def make_trainer_group(
-    cfg: TrainerConfig, world_size: int = 1, frozen: bool = False, num_gpus: float = 0, num_cpus: float = 1
+    cfg: TrainerConfig,
+    world_size: int = 1,
+    frozen: bool = False,
+    num_gpus: float = 0,
+    num_cpus: float = 1,
+    **options: Any,
 ) -> list[Any]:
-    """Start `world_size` TrainerActor ranks. The rendezvous is a free port on the driver's node, so this
-    suits one machine; with several, start rank 0 first and use its address (the launcher's job)."""
+    """Start `world_size` TrainerActor ranks (extra `options` go to `.options()`, e.g. a runtime_env). The
+    rendezvous is a free port on the driver's node, so this suits one machine; with several, start rank 0
+    first and use its address (the launcher's job)."""
     import ray
 
     addr = node_address()
     init_method = f"tcp://{addr}:{free_port()}"
-    cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(TrainerActor)
+    cls = ray.remote(TrainerActor).options(num_cpus=num_cpus, num_gpus=num_gpus, **options)
     return [cls.remote(cfg, rank, world_size, init_method, frozen) for rank in range(world_size)]

