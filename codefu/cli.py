@@ -12,10 +12,12 @@ def build_parser() -> argparse.ArgumentParser:
     from codefu.data import cli as data_cli
     from codefu.judge import cli as judge_cli
     from codefu.orchestrator import cli as train_cli
+    from codefu.orchestrator import evaluate as eval_cli
 
     parser = argparse.ArgumentParser(prog="codefu", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     train_cli.add_parser(sub)
+    eval_cli.add_parser(sub)
     judge_cli.add_parser(sub)
     data_cli.add_parser(sub)
     return parser

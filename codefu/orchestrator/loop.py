@@ -94,7 +94,9 @@ def train(
                 metrics |= validate(cfg, roles, scorer, val_problems, encode, step)
             sink.write(step + 1, metrics)
             if last or (cfg.loop.save_every and (step + 1) % cfg.loop.save_every == 0):
-                roles.save(str(run_dir / "checkpoints"), {"loader": loader.state_dict(), "step": step + 1})
+                roles.save(
+                    str(run_dir / "checkpoints"), step + 1, {"loader": loader.state_dict(), "step": step + 1}
+                )
     finally:
         sink.close()
         roles.close()

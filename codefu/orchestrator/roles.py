@@ -105,8 +105,8 @@ class Roles:
         state = ray.get([a.state_dict_for_sync.remote() for a in self.trainer])[0]
         ray.get(self.rollout.load_weights.remote(state))
 
-    def save(self, root: str, extra_state: dict[str, Any]) -> str:
-        return ray.get([a.save.remote(root, extra_state) for a in self.trainer])[0]
+    def save(self, root: str, step: int, extra_state: dict[str, Any]) -> str:
+        return ray.get([a.save.remote(root, extra_state, step) for a in self.trainer])[0]
 
     def load(self, path: str) -> dict[str, Any]:
         return ray.get([a.load.remote(path) for a in self.trainer])[0]

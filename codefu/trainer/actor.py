@@ -36,8 +36,8 @@ class TrainerActor:
     def state_dict_for_sync(self, to_cpu: bool = True) -> dict[str, Any]:
         return self.worker.state_dict_for_sync(to_cpu=to_cpu)
 
-    def save(self, root: str, extra_state: dict[str, Any] | None = None) -> str:
-        return self.worker.save(root, extra_state)
+    def save(self, root: str, extra_state: dict[str, Any] | None = None, name_step: int | None = None) -> str:
+        return self.worker.save(root, extra_state, name_step)
 
     def load(self, path: str) -> dict[str, Any]:
         return self.worker.load(path)

@@ -36,6 +36,8 @@ class TrainerConfig:
     reshard_after_forward: bool = True
     """Free each layer's gathered params after forward (ZeRO-3); False keeps them until backward (ZeRO-2-like,
     faster, more memory)."""
+    compile: bool = False
+    """torch.compile each decoder layer (before sharding, as torchtitan does): fused kernels, slower start."""
 
     # --- optimizer and schedule -------------------------------------------------------------------
     lr: float = 1e-6

@@ -159,6 +159,8 @@ def shard_model(model: PolicyModel, cfg: TrainerConfig, device: torch.device) ->
     if cfg.cpu_offload:
         kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=device.type == "cuda")
     for layer in decoder_layers(model.lm):
+        if cfg.compile:
+            layer.compile()
         fully_shard(layer, reshard_after_forward=cfg.reshard_after_forward, **kwargs)
     # the root's params are needed again right at the start of backward: keeping them gathered is cheaper
     fully_shard(model, reshard_after_forward=False, **kwargs)

@@ -276,13 +276,16 @@ class TrainerWorker:
         dtype = dtype or compute_dtype(self.cfg, self.device)
         return {k.removeprefix("lm."): v.to(dtype) for k, v in sd.items()}
 
-    def save(self, root: str | Path, extra_state: dict[str, Any] | None = None) -> str:
-        """Write a resumable sharded checkpoint `root/step_<step>` (all ranks; atomic), keep the last
-        cfg.keep_last. Returns its path."""
+    def save(
+        self, root: str | Path, extra_state: dict[str, Any] | None = None, name_step: int | None = None
+    ) -> str:
+        """Write a resumable sharded checkpoint `root/step_<n>` (all ranks; atomic), keep the last
+        cfg.keep_last. n is `name_step` (the caller's step, e.g. the training loop's) or else the number of
+        optimizer steps taken. Returns its path."""
         if self.optimizer is None:
             raise RuntimeError("save() on a frozen (reference) worker: it never changes")
         path = ckpt.save_checkpoint(
-            ckpt.checkpoint_path(root, self.step),
+            ckpt.checkpoint_path(root, self.step if name_step is None else name_step),
             self.model,
             self.optimizer,
             self.scheduler,

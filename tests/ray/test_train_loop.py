@@ -3,6 +3,13 @@ a flipped advantage sign must make the same test fail (it is run too, and must n
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import torch
 
 from codefu.observability.sinks import JsonlSink, read_metrics
@@ -31,22 +38,32 @@ class CharScorer:
         pass
 
 
-def toy_run(tmp_path, name: str, steps: int = 10) -> list[float]:
-    model_dir = tmp_path / f"{name}-model"
-    tiny_model(seed=0).save_pretrained(model_dir)
-    tokenizer = tiny_tokenizer()
-    tokenizer.save_pretrained(model_dir)
-    cfg = RunConfig(
+def toy_model_dir(path: Path) -> Path:
+    if not (path / "config.json").exists():
+        tiny_model(seed=0).save_pretrained(path)
+        tiny_tokenizer().save_pretrained(path)
+    return path
+
+
+def toy_config(model_dir: Path, steps: int, save_every: int = 0) -> RunConfig:
+    return RunConfig(
         data=DataConfig(prompts_per_step=4),
         rollout=RolloutConfig(n=8, max_new_tokens=8, batch_size=32),
         algo=AlgoConfig(),
         trainer=TrainerConfig(model=str(model_dir), lr=3e-2, gradient_checkpointing=False, weight_decay=0.0),
         resources=ResourcesConfig(judge_cpus=0),
-        loop=LoopConfig(steps=steps, val_every=0, save_every=0),
+        loop=LoopConfig(steps=steps, val_every=0, save_every=save_every),
     )
-    problems = [Problem(f"p{i}", "", [], [], prompt=[{"role": "user", "content": f"x{i}"}]) for i in range(8)]
+
+
+def toy_problems() -> list[Problem]:
+    return [Problem(f"p{i}", "", [], [], prompt=[{"role": "user", "content": f"x{i}"}]) for i in range(8)]
+
+
+def toy_run(tmp_path: Path, name: str, steps: int = 10) -> list[float]:
     run_dir = tmp_path / name
-    loop.train(cfg, run_dir, problems, [], tokenizer, CharScorer(), sinks=[JsonlSink(run_dir)])
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps)
+    loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, steps + 1))
     return [r["reward/mean"] for r in rows]
@@ -61,3 +78,38 @@ def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypat
     flipped = toy_run(tmp_path, "flipped")
     assert sum(flipped[-3:]) / 3 <= sum(flipped[:3]) / 3 + 0.02, flipped
     assert torch.tensor(flipped[-3:]).mean() < torch.tensor(rewards[-3:]).mean()
+
+
+def test_sigkill_mid_run_then_resume_redoes_only_steps_since_the_checkpoint(tmp_path):
+    """The driver dies with SIGKILL after step 3 (checkpoint at step 2); the resumed run redoes step 3
+    identically (same data order and sampling seeds) and the metrics file has no gap or duplicate."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    script = [sys.executable, str(Path(__file__).parent / "toy_train.py"), str(run_dir), "6"]
+    first = subprocess.Popen(script, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    metrics = run_dir / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None:
+        if metrics.exists() and len(read_metrics(metrics)) >= 3:
+            break
+        time.sleep(0.2)
+    assert first.poll() is None, "the first run ended before it could be killed"
+    os.killpg(first.pid, signal.SIGKILL)  # the driver and everything it started
+    first.wait()
+    before = {r["step"]: r for r in read_metrics(metrics)}
+    assert 3 <= max(before) < 6
+    saved = [int(p.name.split("_")[1]) for p in (run_dir / "checkpoints").glob("step_*") if p.suffix != ".tmp"]
+    resumed_at = max(s for s in saved if s <= max(before))
+    assert resumed_at >= 2
+
+    done = subprocess.run(script, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = read_metrics(metrics)
+    assert [r["step"] for r in after] == [1, 2, 3, 4, 5, 6]
+    assert (run_dir / "starts.txt").read_text().count("start") == 2
+    for r in after:
+        if r["step"] <= resumed_at:  # kept from the first run, not redone
+            assert r["time"] == before[r["step"]]["time"]
+        elif r["step"] in before:  # redone after the resume: the very same samples and rewards
+            assert r["time"] > before[r["step"]]["time"]
+            assert r["reward/mean"] == before[r["step"]]["reward/mean"]

@@ -1,0 +1,25 @@
+"""A toy training run in its own process, so a test can SIGKILL it: python toy_train.py RUN_DIR STEPS.
+
+Resumes from RUN_DIR's last checkpoint when there is one (as `codefu train --resume` does)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import ray
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
+
+from codefu.orchestrator.loop import train  # noqa: E402
+from codefu.rollout.tiny import tiny_tokenizer  # noqa: E402
+
+if __name__ == "__main__":
+    run_dir, steps = Path(sys.argv[1]), int(sys.argv[2])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    with open(run_dir / "starts.txt", "a") as f:
+        f.write("start\n")
+    cfg = toy_config(toy_model_dir(run_dir / "model"), steps, save_every=2)
+    train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer())
