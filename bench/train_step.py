@@ -93,6 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--logprob-chunk-tokens", type=int, default=2048)
     p.add_argument("--no-reshard-after-forward", action="store_true")
     p.add_argument("--compile", action="store_true", help="torch.compile each decoder layer")
+    p.add_argument("--uncheckpointed-layers", type=int, default=0, help="last N layers without grad ckpt")
     p.add_argument("--steps", type=int, default=3, help="timed steps")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     p.add_argument("--device", default="auto")
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> dict:
         cpu_offload=args.cpu_offload,
         reshard_after_forward=not args.no_reshard_after_forward,
         compile=args.compile,
+        uncheckpointed_layers=args.uncheckpointed_layers,
         lr=1e-6,
         weight_decay=0.0,
         micro_batch_tokens=args.micro_batch_tokens or args.seq_len,

@@ -254,6 +254,11 @@ class CgroupManager:
                 time.sleep(0.002 * min(attempt + 1, 10))
             else:
                 log.warning("cgroup %s still busy long after its run", cg.dirs)
+            self._busy.task_done()
+
+    def wait_idle(self) -> None:
+        """Until every released group has been removed (or given up on)."""
+        self._busy.join()
 
     def close(self) -> None:
         self._busy.put(None)

@@ -94,9 +94,9 @@ def train(
                 metrics |= validate(cfg, roles, scorer, val_problems, encode, step)
             sink.write(step + 1, metrics)
             if last or (cfg.loop.save_every and (step + 1) % cfg.loop.save_every == 0):
-                roles.save(
-                    str(run_dir / "checkpoints"), step + 1, {"loader": loader.state_dict(), "step": step + 1}
-                )
+                state = {"loader": loader.state_dict(), "step": step + 1}
+                saved = roles.save(str(run_dir / "checkpoints"), step + 1, state)
+                roles.export_hf(str(Path(saved) / "hf"))  # loads in plain transformers
     finally:
         sink.close()
         roles.close()

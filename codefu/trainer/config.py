@@ -36,6 +36,8 @@ class TrainerConfig:
     reshard_after_forward: bool = True
     """Free each layer's gathered params after forward (ZeRO-3); False keeps them until backward (ZeRO-2-like,
     faster, more memory)."""
+    uncheckpointed_layers: int = 0
+    """With gradient checkpointing, run the last N decoder layers without it: less recompute, more memory."""
     compile: bool = False
     """torch.compile each decoder layer (before sharding, as torchtitan does): fused kernels, slower start."""
 

@@ -178,6 +178,10 @@ def prepare_model(
             lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         else:
             lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if cfg.uncheckpointed_layers:
+            # selective checkpointing: the last layers keep their activations (memory for less recompute)
+            for layer in decoder_layers(lm)[-cfg.uncheckpointed_layers :]:
+                layer.gradient_checkpointing = False
     if frozen:
         lm.requires_grad_(False)
     model = PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature)

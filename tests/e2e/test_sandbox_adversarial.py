@@ -56,6 +56,7 @@ def leaked_processes(judge: Judge) -> list[str]:
 
 
 def assert_host_clean_and_judge_serving(judge: Judge) -> None:
+    judge.sandbox.cgroups.wait_idle()  # busy groups are removed in the background
     assert leaked_processes(judge) == []
     for parent in judge.sandbox.cgroups.parents.values():
         assert [p.name for p in parent.iterdir() if p.is_dir()] == []

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from codefu.observability.sinks import JsonlSink, read_metrics
@@ -66,6 +67,12 @@ def toy_run(tmp_path: Path, name: str, steps: int = 10) -> list[float]:
     loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, steps + 1))
+    # the final checkpoint's HF export loads in plain transformers
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    export = run_dir / "checkpoints" / f"step_{steps:08d}" / "hf"
+    AutoModelForCausalLM.from_pretrained(export)
+    assert AutoTokenizer.from_pretrained(export).decode([40]) == tiny_tokenizer().decode([40])
     return [r["reward/mean"] for r in rows]
 
 
@@ -110,6 +117,7 @@ def test_sigkill_mid_run_then_resume_redoes_only_steps_since_the_checkpoint(tmp_
     for r in after:
         if r["step"] <= resumed_at:  # kept from the first run, not redone
             assert r["time"] == before[r["step"]]["time"]
-        elif r["step"] in before:  # redone after the resume: the very same samples and rewards
+        elif r["step"] in before:  # redone after the resume: the same prompts and sampling seeds
             assert r["time"] > before[r["step"]]["time"]
-            assert r["reward/mean"] == before[r["step"]]["reward/mean"]
+            # bit-identical in every run seen; a tolerance keeps thread-order float noise from failing it
+            assert r["reward/mean"] == pytest.approx(before[r["step"]]["reward/mean"], abs=0.02)

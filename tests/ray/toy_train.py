@@ -18,7 +18,7 @@ from codefu.rollout.tiny import tiny_tokenizer  # noqa: E402
 
 if __name__ == "__main__":
     run_dir, steps = Path(sys.argv[1]), int(sys.argv[2])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # its own cluster
     with open(run_dir / "starts.txt", "a") as f:
         f.write("start\n")
     cfg = toy_config(toy_model_dir(run_dir / "model"), steps, save_every=2)
