@@ -20,20 +20,13 @@ CHATML_TEMPLATE = (
 
 
 def tiny_config(**overrides: Any) -> Any:
+    """The trainer's TINY_LLAMA (one tiny architecture for every test) with this tokenizer's special ids."""
     from transformers import LlamaConfig
 
-    kwargs: dict[str, Any] = dict(
-        vocab_size=VOCAB_SIZE,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=2,
-        bos_token_id=1,
-        pad_token_id=0,
-    )
+    from codefu.trainer.testing import TINY_LLAMA
+
+    kwargs: dict[str, Any] = {k: v for k, v in TINY_LLAMA.items() if k != "model_type"}
+    kwargs.update(vocab_size=VOCAB_SIZE, eos_token_id=2, bos_token_id=1, pad_token_id=0)
     kwargs.update(overrides)
     return LlamaConfig(**kwargs)
 
