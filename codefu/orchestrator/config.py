@@ -50,6 +50,9 @@ class AlgoConfig:
     max_sampling_rounds: int = 3
     """Generation rounds per step at most when dynamic sampling refills the batch."""
     reward: str = "codefu"
+    recompute_logprobs: bool = True
+    """The trainer recomputes the sampled tokens' log-probs as the PPO "old" policy (and reports the
+    rollout-vs-trainer mismatch); False trusts the rollout's own (one forward pass less per step)."""
 
 
 @dataclass

@@ -149,9 +149,10 @@ def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer
     metrics: dict[str, float] = {"policy/advantage_abs_mean": float(advantages.abs().mean())}
     with timer.phase("train"):
         batch_ref = ray.put(batch)
-        trainer_lp = roles.logprobs(batch_ref)
-        metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
-        batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
+        if cfg.algo.recompute_logprobs:
+            trainer_lp = roles.logprobs(batch_ref)
+            metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
+            batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
         if roles.reference is not None:
             batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
         metrics |= roles.update(batch)

@@ -46,11 +46,11 @@ def toy_model_dir(path: Path) -> Path:
     return path
 
 
-def toy_config(model_dir: Path, steps: int, save_every: int = 0) -> RunConfig:
+def toy_config(model_dir: Path, steps: int, save_every: int = 0, recompute: bool = True) -> RunConfig:
     return RunConfig(
         data=DataConfig(prompts_per_step=4),
         rollout=RolloutConfig(n=8, max_new_tokens=8, batch_size=32),
-        algo=AlgoConfig(),
+        algo=AlgoConfig(recompute_logprobs=recompute),
         trainer=TrainerConfig(model=str(model_dir), lr=3e-2, gradient_checkpointing=False, weight_decay=0.0),
         resources=ResourcesConfig(judge_cpus=0),
         loop=LoopConfig(steps=steps, val_every=0, save_every=save_every),
@@ -61,9 +61,9 @@ def toy_problems() -> list[Problem]:
     return [Problem(f"p{i}", "", [], [], prompt=[{"role": "user", "content": f"x{i}"}]) for i in range(8)]
 
 
-def toy_run(tmp_path: Path, name: str, steps: int = 10) -> list[float]:
+def toy_run(tmp_path: Path, name: str, steps: int = 10, recompute: bool = True) -> list[float]:
     run_dir = tmp_path / name
-    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps)
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps, recompute=recompute)
     loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, steps + 1))
@@ -79,6 +79,10 @@ def toy_run(tmp_path: Path, name: str, steps: int = 10) -> list[float]:
 def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypatch):
     rewards = toy_run(tmp_path, "right")
     assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.15, rewards
+
+    # trusting the rollout's log-probs as the old policy (the CPU default) learns too
+    without_recompute = toy_run(tmp_path, "rollout-logprobs", recompute=False)
+    assert sum(without_recompute[-3:]) / 3 > sum(without_recompute[:3]) / 3 + 0.15, without_recompute
 
     real = loop.group_advantages
     monkeypatch.setattr(loop, "group_advantages", lambda *a, **k: -real(*a, **k))
