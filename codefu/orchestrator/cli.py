@@ -95,11 +95,14 @@ def resolve_model(cfg: RunConfig) -> RunConfig:
 
 
 def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
-    from codefu.data.loader import load_problems
-    from codefu.data.starter import load_starter_problems
-
     def load(source: str) -> list[Problem]:
-        return load_starter_problems() if source == "starter" else load_problems(source)
+        if source == "starter":
+            from codefu.data.starter import load_starter_problems
+
+            return load_starter_problems()
+        from codefu.data.loader import load_problems  # pyarrow only when a dataset file is read
+
+        return load_problems(source)
 
     problems = load(cfg.data.train)
     for p in problems:
