@@ -12,7 +12,7 @@ import argparse
 import json
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from tqdm import tqdm
@@ -20,7 +20,7 @@ from tqdm import tqdm
 from codefu.errors import CodefuError
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS
-from codefu.observability.passk import pass_at_k
+from codefu.observability.passk import by_bucket, pass_at_k_table
 from codefu.types import Problem, Status
 
 
@@ -59,19 +59,15 @@ def bucket_of(problem: Problem) -> str:
 
 
 def passk_by_bucket(correct: dict[str, int], buckets: dict[str, str], n: int, ks: list[int]) -> dict:
-    """{bucket: {"problems": count, "pass@k": value, ...}} plus an "all" row (pure)."""
-    groups: dict[str, list[str]] = defaultdict(list)
-    for name, bucket in buckets.items():
-        groups[bucket].append(name)
-        if bucket != "all":
-            groups["all"].append(name)
-    table = {}
-    for bucket, names in sorted(groups.items()):
-        row: dict[str, float] = {"problems": len(names)}
-        for k in ks:
-            row[f"pass@{k}"] = sum(pass_at_k(n, correct[p], k) for p in names) / len(names)
-        table[bucket] = row
-    return table
+    """{bucket: {"problems": count, "pass@k": value, ...}} plus an "all" row over every problem (pure)."""
+    results = {name: [True] * correct[name] + [False] * (n - correct[name]) for name in buckets}
+    tables = {b: t for b, t in by_bucket(results, buckets, ks).items() if b != "all"}
+    tables["all"] = pass_at_k_table(results, ks)
+    sizes = Counter(buckets.values())
+    sizes["all"] = len(results)
+    return {
+        b: {"problems": sizes[b], **{f"pass@{k}": v for k, v in t.items()}} for b, t in sorted(tables.items())
+    }
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ draws the same samples it would have drawn without the interruption.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from codefu.data.loader import ProblemLoader
 from codefu.observability import metrics as M
 from codefu.observability.console import ConsoleSink
 from codefu.observability.metrics import StepTimer, verdict_metrics
-from codefu.observability.passk import pass_at_k
+from codefu.observability.passk import pass_at_k_table, passk_metrics
 from codefu.observability.sinks import JsonlSink, MetricsSink, MultiSink, TensorBoardSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
 from codefu.orchestrator.config import RunConfig
@@ -113,14 +112,7 @@ def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, ti
         problems = loader.next_batch(want if r == 0 else want - len(set(out.groups)))
         if not problems:
             break
-        sampling = SamplingParams(
-            n=cfg.rollout.n,
-            temperature=cfg.rollout.temperature,
-            top_p=cfg.rollout.top_p,
-            top_k=cfg.rollout.top_k,
-            max_new_tokens=cfg.rollout.max_new_tokens,
-            seed=cfg.loop.seed * 1_000_003 + step * 101 + r,
-        )
+        sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
         with timer.phase("generate"):
             completions = roles.generate([encode(p) for p in problems], sampling)
         owners = [problems[c.prompt_index] for c in completions]
@@ -179,23 +171,22 @@ def step_metrics(sampled: Sampled) -> dict[str, float]:
 
 def validate(cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, step: int) -> dict[str, float]:
     n = cfg.loop.val_n
-    sampling = SamplingParams(
-        n=n,
-        temperature=cfg.rollout.temperature,
-        top_p=cfg.rollout.top_p,
-        top_k=cfg.rollout.top_k,
-        max_new_tokens=cfg.rollout.max_new_tokens,
-        seed=cfg.loop.seed + 7,
-    )
+    sampling = sampling_params(cfg, n, seed=cfg.loop.seed + 7)
     completions = roles.generate([encode(p) for p in problems], sampling)
     scores = scorer.score([problems[c.prompt_index] for c in completions], [c.text for c in completions])
-    correct = Counter(c.prompt_index for c, s in zip(completions, scores, strict=True) if s.passed)
-    out = {}
-    for k in sorted({1, n}):
-        out[f"eval/pass@{k}"] = sum(pass_at_k(n, correct[i], k) for i in range(len(problems))) / len(problems)
+    results: dict[str, list[bool]] = {p.name: [] for p in problems}
+    for c, s in zip(completions, scores, strict=True):
+        results[problems[c.prompt_index].name].append(s.passed)
+    out = passk_metrics(pass_at_k_table(results, sorted({1, n})))
     rewards = [s.reward for s in scores if s.reward is not None]
     out["eval/reward_mean"] = sum(rewards) / max(1, len(rewards))
     return out
+
+
+def sampling_params(cfg: RunConfig, n: int, seed: int) -> SamplingParams:
+    r = cfg.rollout
+    return SamplingParams(n=n, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
+                          max_new_tokens=r.max_new_tokens, seed=seed)
 
 
 def _prompt_cache(tokenizer: Any) -> Callable[[Problem], list[int]]:
