@@ -4,6 +4,7 @@ Resumes from RUN_DIR's last checkpoint when there is one (as `codefu train --res
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from codefu.rollout.tiny import tiny_tokenizer  # noqa: E402
 
 if __name__ == "__main__":
     run_dir, steps = Path(sys.argv[1]), int(sys.argv[2])
+    logging.basicConfig(level=logging.INFO)  # the test reads "resumed from ... at step N"
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # its own cluster
     with open(run_dir / "starts.txt", "a") as f:
         f.write("start\n")
