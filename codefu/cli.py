@@ -11,6 +11,8 @@ from codefu.errors import CodefuError
 def build_parser() -> argparse.ArgumentParser:
     from codefu.data import cli as data_cli
     from codefu.judge import cli as judge_cli
+    from codefu.launcher import cli as launch_cli
+    from codefu.observability import cli as report_cli
     from codefu.orchestrator import cli as train_cli
     from codefu.orchestrator import evaluate as eval_cli
 
@@ -20,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     eval_cli.add_parser(sub)
     judge_cli.add_parser(sub)
     data_cli.add_parser(sub)
+    launch_cli.add_parser(sub)
+    report_cli.add_parser(sub)
     return parser
 
 

@@ -18,6 +18,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from codefu.judge.judge import Judge, JudgeConfig
+from codefu.observability.prometheus import set_judge_load
 from codefu.types import Problem, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ class RayJudgePool:
         in_flight: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, str, int, _Slot, float]] = {}
         while queue or in_flight:
             self._dispatch(queue, in_flight)
+            set_judge_load(len(queue), len(in_flight))  # Prometheus: codefu_judge_queue_depth / in_flight
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in done:
                 i, pref, response, attempt, slot, _ = in_flight.pop(ref)
@@ -123,6 +125,7 @@ class RayJudgePool:
                     slot.in_flight -= 1
                     ray.cancel(ref, force=False)
                     yield i, Verdict(Status.SANDBOX_ERROR, message="judge timeout for this submission")
+        set_judge_load(0, 0)
 
     def _dispatch(self, queue, in_flight) -> None:
         while queue:

@@ -51,6 +51,12 @@ TIME_JUDGE = "timing/judge_s"
 TIME_TRAIN = "timing/train_s"
 TIME_SYNC = "timing/sync_s"
 
+# Rates the sinks add to each record (`derived_metrics`), from the keys above.
+ROLLOUT_TOKENS_PER_S = "rollout/tokens_per_s"  # response tokens generated per second of the generate phase
+JUDGE_PER_S = "judge/submissions_per_s"  # submissions judged per second of the judge phase
+RESPONSE_TOKENS = "rollout/response_tokens"  # all response tokens generated this step, if the loop says
+KEPT_SAMPLES = "rollout/kept_samples"
+
 #: Short verdict codes, in the order they are shown.
 VERDICT_CODES: dict[Status, str] = {
     Status.ACCEPTED: "AC",
@@ -199,3 +205,32 @@ class StepTimer:
         out = {f"{prefix}{name}_s": s for name, s in self.seconds.items()}
         out[f"{prefix}step_s"] = time.perf_counter() - self.start
         return out
+
+
+def derived_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    """Throughput rates computed from a step's record, for the keys it does not already hold:
+
+    - `judge/submissions_per_s` = judge/count / timing/judge_s
+    - `rollout/tokens_per_s` = generated response tokens / timing/generate_s, the tokens being
+      `rollout/response_tokens` when the record has it, else rollout/response_len_mean x
+      rollout/kept_samples: exact without dynamic sampling, a lower bound with it (dropped groups'
+      tokens are not counted, though their generation time is).
+
+    A rate whose inputs are missing, non-finite, or whose time is 0 is left out."""
+
+    def get(key: str) -> float | None:
+        v = metrics.get(key)
+        return float(v) if v is not None and math.isfinite(float(v)) else None
+
+    def rate(amount: float | None, seconds: float | None) -> float | None:
+        return amount / seconds if amount is not None and seconds else None
+
+    tokens = get(RESPONSE_TOKENS)
+    if tokens is None:
+        mean, kept = get(RESPONSE_LEN), get(KEPT_SAMPLES)
+        tokens = mean * kept if mean is not None and kept is not None else None
+    rates = {
+        JUDGE_PER_S: rate(get(JUDGE_COUNT), get(TIME_JUDGE)),
+        ROLLOUT_TOKENS_PER_S: rate(tokens, get(TIME_GENERATE)),
+    }
+    return {k: v for k, v in rates.items() if v is not None and k not in metrics}

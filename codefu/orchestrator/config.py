@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from codefu.judge.judge import JudgeConfig
+from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.plan import ResourcesConfig
 from codefu.trainer.config import TrainerConfig
 
@@ -76,3 +77,4 @@ class RunConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
+    observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)

@@ -20,10 +20,10 @@ from tqdm import tqdm
 from codefu.algo.grpo import group_advantages
 from codefu.data.loader import ProblemLoader
 from codefu.observability import metrics as M
-from codefu.observability.console import ConsoleSink
 from codefu.observability.metrics import StepTimer, verdict_metrics
 from codefu.observability.passk import pass_at_k_table, passk_metrics
-from codefu.observability.sinks import JsonlSink, MetricsSink, MultiSink, TensorBoardSink
+from codefu.observability.setup import open_sinks
+from codefu.observability.sinks import MetricsSink, MultiSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
 from codefu.orchestrator.config import RunConfig
 from codefu.orchestrator.roles import Roles, Score, Scorer
@@ -69,13 +69,8 @@ def train(
         start = int(extra["step"])
         roles.sync_weights()
         log.info("resumed from %s at step %d", checkpoint, start)
-    sink = MultiSink(
-        sinks
-        or [
-            JsonlSink(run_dir, resume_step=start),
-            TensorBoardSink(run_dir, resume_step=start),
-            ConsoleSink(cfg.loop.steps, out=tqdm.write),
-        ]
+    sink = MultiSink(sinks) if sinks else open_sinks(
+        cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write
     )
     end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
     encode = _prompt_cache(tokenizer)

@@ -1,0 +1,127 @@
+"""codefu.observability.report and `codefu report`: what the page holds for a finished run, a run still
+writing (torn last line, no validation yet), and what is refused."""
+
+import base64
+import random
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from codefu.cli import main
+from codefu.config import dump_yaml
+from codefu.observability.metrics import summary_stats, verdict_metrics
+from codefu.observability.report import (
+    SECTIONS,
+    load_run,
+    pass_at_k_keys,
+    render_html,
+    render_plots,
+    run_status,
+    series,
+    write_report,
+)
+from codefu.observability.sinks import JsonlSink
+from codefu.orchestrator.config import LoopConfig, RunConfig
+from codefu.types import Status
+
+
+def make_run(run_dir: Path, steps: int, total: int = 20, val_every: int = 5, seed: int = 0) -> Path:
+    """A run directory as `codefu train` leaves it: config.yaml, metrics.jsonl (through the real sink),
+    checkpoints/step_*; the metrics are made up but have every key the loop writes."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(dump_yaml(RunConfig(loop=LoopConfig(steps=total, val_every=val_every))))
+    rng = random.Random(seed)
+    with JsonlSink(run_dir) as sink:
+        for step in range(1, steps + 1):
+            p = min(0.9, 0.1 + 0.04 * step)
+            statuses = rng.choices(list(Status), weights=[10 * p, 3, 1, 0.2, 1, 0.1, 1, 2, 0.1], k=32)
+            m = verdict_metrics(statuses)
+            m |= summary_stats([rng.gauss(p, 0.3) for _ in range(32)], "reward/")
+            m |= summary_stats([rng.randint(40, 160) for _ in range(32)], "rollout/response_len_")
+            m |= {"loss/kl": 1e-3 * step, "policy/entropy": 0.9 - 0.01 * step, "policy/clip_frac": 0.02,
+                  "timing/generate_s": 30.0, "timing/judge_s": 8.0, "timing/train_s": 7.0, "timing/sync_s": 1.0,
+                  "timing/step_s": 46.5, "rollout/kept_samples": 32.0}
+            if step % val_every == 0:
+                m |= {"eval/pass@1": p * 0.8, "eval/pass@4": p, "eval/pass@1/easy": p, "eval/pass@4/easy": p}
+            sink.write(step, m)
+            if step % 10 == 0:
+                (run_dir / "checkpoints" / f"step_{step:08d}").mkdir(parents=True)
+    return run_dir
+
+
+def images(page: str) -> list[tuple[str, bytes]]:
+    found = re.findall(r'<img class="plot" alt="([^"]+)" src="data:image/png;base64,([^"]+)"', page)
+    return [(alt, base64.b64decode(data)) for alt, data in found]
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_finished_run_has_every_plot_and_its_config(tmp_path):
+    run = make_run(tmp_path / "run-x", steps=20)
+    path = write_report(run)
+    assert path == run / "report.html"
+    page = path.read_text()
+    imgs = images(page)
+    assert [alt for alt, _ in imgs] == [s.title for s in SECTIONS]
+    for _, data in imgs:
+        w, h = png_size(data)
+        assert w >= 600 and h >= 200
+    assert "finished: 20 of 20 steps" in page
+    assert "checkpoints at steps 10, 20" in page
+    assert "val_every: 5" in page  # the config as saved
+    assert "<script" not in page and "http://" not in page and "https://" not in page  # self-contained
+    # the pass@k table of the last validation
+    assert re.search(r"at step 20:.*<th>pass@1</th><th>pass@4</th>.*<th>easy</th>", page, re.S)
+
+
+def test_a_run_still_writing_reports_what_it_has(tmp_path):
+    run = make_run(tmp_path / "live", steps=3, total=30, val_every=10)
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 4, "time": 1, "reward/me')  # a write cut short
+    page = write_report(run, tmp_path / "out" / "r.html").read_text()
+    assert re.search(r"in progress or stopped: 3 of 30 steps, last written \d+ s ago", page)
+    titles = [alt for alt, _ in images(page)]
+    assert "Validation pass@k" not in titles and len(titles) == len(SECTIONS) - 1
+    assert "no validation yet" in page
+    assert "checkpoints at steps none yet" in page
+
+
+def test_a_run_with_no_steps_yet(tmp_path):
+    (tmp_path / "config.yaml").write_text(dump_yaml(RunConfig()))
+    data = load_run(tmp_path)
+    assert run_status(data) == "not started: 0 of 30 steps"
+    page = render_html(data, render_plots(data.records))
+    assert images(page) == [] and "no steps written yet" in page
+
+
+def test_series_and_pass_at_k_keys_skip_missing_and_null_values():
+    records = [{"step": 1, "a/b": 1.0}, {"step": 2, "a/b": None}, {"step": 3}, {"step": 4, "a/b": 4.0}]
+    assert series(records, "a/b") == ([1, 4], [1.0, 4.0])
+    recs = [{"step": 1, "eval/pass@8/hard": 0.1, "eval/pass@1": 0.2, "eval/pass@8": 0.3, "eval/reward_mean": 1}]
+    assert pass_at_k_keys(recs) == [(1, None, "eval/pass@1"), (8, None, "eval/pass@8"),
+                                    (8, "hard", "eval/pass@8/hard")]
+
+
+def test_codefu_report_cli(tmp_path, capsys):
+    run = make_run(tmp_path / "r", steps=2)
+    assert main(["report", str(run), "--out", str(tmp_path / "x.html")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "x.html")
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert f"{tmp_path / 'missing'}: no such run directory" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert "not a codefu run directory" in capsys.readouterr().err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.yaml").write_text("a: [")
+    assert main(["report", str(tmp_path / "bad")]) == 2
+    assert "config.yaml: not valid YAML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.title)
+def test_each_plot_is_none_without_its_metrics(section):
+    assert section.plot([{"step": 1, "optim/lr": 1e-6}]) is None
