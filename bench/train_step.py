@@ -67,6 +67,20 @@ MODELS = {
         num_key_value_heads=4,
         tie_word_embeddings=False,
     ),
+    # the embedded CPU default's architecture (HuggingFaceTB/SmolLM2-135M-Instruct's config.json)
+    "smollm2-135m": dict(
+        model_type="llama",
+        vocab_size=49152,
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=30,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        rms_norm_eps=1e-5,
+        rope_theta=100000.0,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+    ),
     "tiny": TINY_LLAMA | dict(max_position_embeddings=131072),
 }
 

@@ -78,14 +78,15 @@ class TrainerWorker:
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         if not frozen:
             params = [p for p in self.model.parameters() if p.requires_grad]
-            on_gpu = self.device.type == "cuda" and not cfg.cpu_offload
+            # fused: one kernel per parameter on GPU and CPU alike; the unfused CPU path takes ~10 passes
+            # over memory and was 13 s of a 60 s SmolLM2 step on 2 cores (0.24 s fused)
             self.optimizer = torch.optim.AdamW(
                 params,
                 lr=cfg.lr,
                 betas=cfg.betas,
                 eps=cfg.adam_eps,
                 weight_decay=cfg.weight_decay,
-                fused=True if on_gpu else None,
+                fused=True,
             )
             self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
         # Dr. GRPO's constant-length mode is seq-mean-token-sum with the normalizer multiplied by L

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from codefu.rollout import SamplingParams, TransformersEngine, encode_prompt, logprob_mismatch
+from codefu.rollout.hf_engine import sample_from_scores
 from codefu.rollout.prompts import default_messages, is_prerendered, parse_chatml
 from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 from codefu.types import Problem
@@ -44,16 +45,33 @@ def teacher_forced_logprobs(
     return torch.log_softmax(scaled, dim=-1).gather(-1, torch.tensor(response)[:, None]).squeeze(1)
 
 
-def test_greedy_equals_hf_generate_with_mixed_prompt_lengths(engine, model):
-    out = engine.generate(PROMPTS, SamplingParams(temperature=0.0, max_new_tokens=12))
-    assert [c.prompt_index for c in out] == [0, 1, 2]
-    for c, prompt in zip(out, PROMPTS, strict=True):
+@pytest.mark.parametrize("n", [1, 3], ids=["one-each", "shared-prefill"])
+def test_greedy_equals_hf_generate_with_mixed_prompt_lengths(engine, model, n):
+    """n > 1 runs each distinct prompt's prefill once and copies its KV cache to the n rows."""
+    out = engine.generate(PROMPTS, SamplingParams(n=n, temperature=0.0, max_new_tokens=12))
+    assert [c.prompt_index for c in out] == [i for i in range(3) for _ in range(n)]
+    for c in out:
+        prompt = PROMPTS[c.prompt_index]
         with torch.no_grad():  # each prompt alone, no padding at all
             ref = model.generate(torch.tensor([prompt]), do_sample=False, max_new_tokens=12)[0, len(prompt) :]
         assert c.token_ids == ref.tolist()
         assert c.prompt_ids == prompt
         expected = teacher_forced_logprobs(model, prompt, c.token_ids, 1.0)  # greedy: temperature 1
         torch.testing.assert_close(torch.tensor(c.logprobs), expected, atol=1e-4, rtol=0)
+
+
+def test_sample_from_scores_follows_the_distribution_and_never_picks_excluded_tokens():
+    scores = torch.tensor([0.0, 1.0, float("-inf"), 2.0, -1.0, float("-inf")]).repeat(40_000, 1)
+    g = torch.Generator().manual_seed(0)
+    tokens = sample_from_scores(scores, g)
+    freq = torch.bincount(tokens, minlength=6).double() / len(tokens)
+    expected = torch.softmax(scores[0].double(), dim=0)
+    assert freq[2] == 0 and freq[5] == 0
+    # 40k draws: the standard error of each frequency is below 0.0025
+    torch.testing.assert_close(freq, expected, atol=0.01, rtol=0)
+    only = torch.full((3, 6), float("-inf"))
+    only[:, 4] = 0.0
+    assert sample_from_scores(only, g).tolist() == [4, 4, 4]
 
 
 def test_small_batches_give_the_same_greedy_tokens(model, tokenizer):
