@@ -18,7 +18,7 @@ from pathlib import Path
 
 from codefu.config import dump_yaml, load_config
 from codefu.errors import CodefuError
-from codefu.orchestrator.config import RunConfig
+from codefu.orchestrator.config import RunConfig, check_run_config
 from codefu.types import Problem
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "cpu.yaml"
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = Path(args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
         if (run_dir / "config.yaml").exists():
             raise CodefuError(f"{run_dir} already holds a run: use --resume {run_dir} or another --run-dir")
+    check_run_config(cfg)
     cfg = resolve_model(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     text = dump_yaml(cfg)

@@ -6,7 +6,9 @@ codefu train --config configs/cpu.yaml rollout.n=4 trainer.kl_coef=0
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 
+from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.plan import ResourcesConfig
@@ -23,6 +25,8 @@ class DataConfig:
     prompts_per_step: int = 8
     seed: int = 0
     language: str = "python"
+    max_prompt_tokens: int | None = None
+    """Skip problems whose encoded prompt is longer (logged with a count); None: no cap."""
     """Language asked for when a problem brings no prompt of its own (the starter set)."""
 
 
@@ -78,3 +82,28 @@ class RunConfig:
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
+
+
+def check_run_config(cfg: RunConfig) -> None:
+    """A CodefuError naming the first key whose value is out of range (the loader checks only types)."""
+    d, r, lp = cfg.data, cfg.rollout, cfg.loop
+    rules = [
+        ("data.prompts_per_step", d.prompts_per_step >= 1, ">= 1"),
+        ("data.val_fraction", 0 <= d.val_fraction < 1, "in [0, 1)"),
+        ("data.max_prompt_tokens", d.max_prompt_tokens is None or d.max_prompt_tokens >= 1, ">= 1 or null"),
+        ("rollout.n", r.n >= 1, ">= 1"),
+        ("rollout.temperature", r.temperature >= 0, ">= 0 (0: greedy)"),
+        ("rollout.top_p", 0 < r.top_p <= 1, "in (0, 1]"),
+        ("rollout.top_k", r.top_k >= 0, ">= 0 (0: off)"),
+        ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),
+        ("rollout.batch_size", r.batch_size >= 1, ">= 1"),
+        ("algo.max_sampling_rounds", cfg.algo.max_sampling_rounds >= 1, ">= 1"),
+        ("loop.steps", lp.steps >= 1, ">= 1"),
+        ("loop.val_every", lp.val_every >= 0, ">= 0 (0: never)"),
+        ("loop.val_n", lp.val_n >= 1, ">= 1"),
+        ("loop.save_every", lp.save_every >= 0, ">= 0 (0: only at the end)"),
+    ]
+    for key, ok, expected in rules:
+        if not ok:
+            value = attrgetter(key)(cfg)
+            raise CodefuError(f"{key} must be {expected}, got {value!r}")

@@ -19,8 +19,9 @@ from tqdm import tqdm
 
 from codefu.algo.grpo import group_advantages
 from codefu.data.loader import ProblemLoader
+from codefu.errors import CodefuError
 from codefu.observability import metrics as M
-from codefu.observability.metrics import StepTimer, verdict_metrics
+from codefu.observability.metrics import StepTimer, summary_stats, verdict_metrics
 from codefu.observability.passk import pass_at_k_table, passk_metrics
 from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
@@ -45,6 +46,7 @@ class Sampled:
     scores: list[Score] = field(default_factory=list)
     groups: list[int] = field(default_factory=list)
     all_scores: list[Score] = field(default_factory=list)  # before dynamic sampling dropped any
+    generated_tokens: int = 0  # response tokens of every completion, dropped ones included
 
 
 def train(
@@ -59,6 +61,9 @@ def train(
 ) -> dict[str, float]:
     """Train for cfg.loop.steps (or until max_steps this session); resumes from run_dir's last checkpoint.
     Returns the last step's metrics."""
+    encode = _prompt_cache(tokenizer)
+    train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
+    val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
     roles = Roles(cfg)
     loader = ProblemLoader(train_problems, seed=cfg.data.seed)
     start = 0
@@ -73,7 +78,6 @@ def train(
         cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write
     )
     end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
-    encode = _prompt_cache(tokenizer)
     metrics: dict[str, float] = {}
     try:
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
@@ -110,6 +114,7 @@ def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, ti
         sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
         with timer.phase("generate"):
             completions = roles.generate([encode(p) for p in problems], sampling)
+        out.generated_tokens += sum(len(c.token_ids) for c in completions)
         owners = [problems[c.prompt_index] for c in completions]
         with timer.phase("judge"):
             scores = scorer.score(owners, [c.text for c in completions])
@@ -155,11 +160,12 @@ def step_metrics(sampled: Sampled) -> dict[str, float]:
         M.REWARD_MEAN: sum(rewards) / len(rewards) if rewards else float("nan"),
         "rollout/samples": float(len(scores)),
         "rollout/kept_samples": float(len(sampled.completions)),
+        M.RESPONSE_TOKENS: float(sampled.generated_tokens),
     }
     m |= verdict_metrics(s.status for s in scores)
     if sampled.completions:
         lengths = [len(c.token_ids) for c in sampled.completions]
-        m[M.RESPONSE_LEN] = sum(lengths) / len(lengths)
+        m |= summary_stats(lengths, "rollout/response_len_")  # mean, std, min, max
         m["rollout/stop_frac"] = sum(c.finish_reason == "stop" for c in sampled.completions) / len(lengths)
     return m
 
@@ -182,6 +188,24 @@ def sampling_params(cfg: RunConfig, n: int, seed: int) -> SamplingParams:
     r = cfg.rollout
     return SamplingParams(n=n, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
                           max_new_tokens=r.max_new_tokens, seed=seed)
+
+
+def fit_prompts(
+    problems: list[Problem], encode: Callable[[Problem], list[int]], max_tokens: int | None, split: str
+) -> list[Problem]:
+    """The problems whose encoded prompt has at most `max_tokens` tokens (verl's filter_overlong_prompts:
+    a cut prompt would lose the statement's end). Logs what it drops; none left is an error."""
+    if max_tokens is None or not problems:
+        return problems
+    kept = [p for p in problems if len(encode(p)) <= max_tokens]
+    if len(kept) < len(problems):
+        log.warning(
+            "%d of %d %s problems have prompts over data.max_prompt_tokens=%d tokens: skipped",
+            len(problems) - len(kept), len(problems), split, max_tokens,
+        )
+    if not kept:
+        raise CodefuError(f"data.max_prompt_tokens={max_tokens}: no {split} problem's prompt fits")
+    return kept
 
 
 def _prompt_cache(tokenizer: Any) -> Callable[[Problem], list[int]]:

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from codefu.rollout.types import Completion, SamplingParams
+from codefu.trainer.model import warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,8 @@ class TransformersEngine:
     @classmethod
     def from_config(cls, config: EngineConfig) -> TransformersEngine:
         model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
+        if config.device == "cpu":
+            warn_if_slow_on_cpu(_DTYPES[config.dtype])
         return cls(model, tokenizer, batch_size=config.batch_size, device=config.device)
 
     @classmethod
@@ -277,7 +280,7 @@ class TransformersEngine:
         out = self.model(
             input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1
         )
-        cache = out.past_key_values
+        cache = out["cache"] if "cache" in out else out["past_key_values"]  # renamed like generate's kwarg
         cache.batch_select_indices(torch.tensor(inverse, device=input_ids.device))
         return {_generate_cache_kwarg(): cache}
 

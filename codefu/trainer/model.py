@@ -8,6 +8,7 @@ time (each chunk checkpointed), so a (B, T, V) logits tensor never exists -- for
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from codefu.algo.grpo import entropy_from_logits, token_logprobs_from_logits
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
 
+log = logging.getLogger(__name__)
+
 DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -28,7 +31,19 @@ def compute_dtype(cfg: TrainerConfig, device: torch.device) -> torch.dtype:
     """bf16 on GPU and fp32 on CPU unless the config names one."""
     if cfg.dtype == "auto":
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    return DTYPE_BY_NAME[cfg.dtype]
+    dtype = DTYPE_BY_NAME[cfg.dtype]
+    if device.type == "cpu":
+        warn_if_slow_on_cpu(dtype)
+    return dtype
+
+
+def warn_if_slow_on_cpu(dtype: torch.dtype) -> None:
+    """bf16 on a CPU without native bf16 (AMX, AVX512-BF16) is emulated: slower than fp32, not faster."""
+    if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        log.warning(
+            "bfloat16 on a CPU without native bf16 support runs slower than float32: "
+            "set trainer.dtype / rollout.dtype to float32"
+        )
 
 
 def resolve_source(cfg: TrainerConfig) -> tuple[str, str | None]:

@@ -1,10 +1,17 @@
 """What `codefu train` loads before Ray starts: problem splits, and bad configs refused with a message."""
 
+import re
 import subprocess
 import sys
 
+import pytest
+import yaml
+
+from codefu.data.starter import load_starter_problems
+from codefu.errors import CodefuError
 from codefu.orchestrator.cli import load_splits
-from codefu.orchestrator.config import DataConfig, RunConfig
+from codefu.orchestrator.config import DataConfig, RunConfig, check_run_config
+from codefu.orchestrator.loop import fit_prompts
 
 
 def test_starter_split_is_seeded_and_disjoint():
@@ -36,3 +43,37 @@ def test_bad_override_and_existing_run_dir(tmp_path):
     assert r.returncode == 2 and "already holds a run" in r.stderr
     r = train("--resume", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "not a codefu run directory" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("rollout.n=0", "rollout.n"),
+        ("data.val_fraction=1.0", "data.val_fraction"),
+        ("rollout.top_p=0", "rollout.top_p"),
+        ("data.max_prompt_tokens=0", "data.max_prompt_tokens"),
+        ("loop.save_every=-1", "loop.save_every"),
+    ],
+)
+def test_out_of_range_values_are_refused_naming_the_key(override, key):
+    cfg = RunConfig()
+    check_run_config(cfg)  # the defaults pass
+    section, field = override.split("=")[0].split(".")
+    setattr(getattr(cfg, section), field, yaml.safe_load(override.split("=")[1]))
+    with pytest.raises(CodefuError, match=rf"^{re.escape(key)} must be"):
+        check_run_config(cfg)
+
+
+def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
+    problems = load_starter_problems()[:5]
+    lengths = {id(p): 100 + 10 * i for i, p in enumerate(problems)}
+
+    def encode(p):
+        return [0] * lengths[id(p)]
+
+    assert fit_prompts(problems, encode, None, "training") == problems
+    kept = fit_prompts(problems, encode, 120, "training")
+    assert kept == problems[:3]
+    assert "2 of 5 training problems" in caplog.text
+    with pytest.raises(CodefuError, match="data.max_prompt_tokens=99: no validation problem"):
+        fit_prompts(problems, encode, 99, "validation")
