@@ -9,6 +9,7 @@ time (each chunk checkpointed), so a (B, T, V) logits tensor never exists -- for
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,11 @@ def load_model(cfg: TrainerConfig) -> tuple[nn.Module, Any]:
     same file. A path that does not exist locally is treated as a hub id (downloads; needs network).
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    if not sys.stderr.isatty():
+        # in a Ray actor each bar refresh becomes a forwarded log line: hundreds per model load
+        hf_logging.disable_progress_bar()
     if not cfg.model:
         raise ValueError("TrainerConfig.model is empty: give an HF directory, a .gguf file or a hub id")
     source, gguf = resolve_source(cfg)
