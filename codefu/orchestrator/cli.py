@@ -69,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     if not ray.is_initialized():
         plan = make_plan(cfg.resources, kl_enabled=cfg.trainer.kl_coef > 0)
         # phases take turns on a single machine: logical CPUs may exceed the cores
+        # Ray starts workers at nice 15 (background work); here they are the job, and at 15 anything
+        # else on the laptop starves generation and training (a local cluster only: env of the raylet)
+        os.environ.setdefault("RAY_worker_niceness", "0")
         ray.init(
             address=os.environ.get("RAY_ADDRESS"),
             num_cpus=None
