@@ -62,6 +62,8 @@ def ray_env(cfg: LaunchConfig, environ: Mapping[str, str]) -> dict[str, str]:
     env["RAY_AUTH_MODE"] = auth_mode(cfg.auth, environ)
     # Ray drains a node for 30 s on SIGTERM (for Serve); at the end of a job that only delays exit.
     env.setdefault("RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S", "0")
+    # Ray's workers default to nice 15; the training job is what these hosts are for
+    env.setdefault("RAY_worker_niceness", "0")
     if cfg.prometheus_host:
         env["RAY_PROMETHEUS_HOST"] = cfg.prometheus_host
     if cfg.grafana_host:
