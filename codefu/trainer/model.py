@@ -145,6 +145,11 @@ class PolicyModel(nn.Module):
         where some row has a response token is computed (the rest is 0): prompts cost no lm_head.
         """
         b, T = input_ids.shape
+        if bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
+            # right padding only: under the causal mask no real token attends to a pad, so the padding
+            # mask changes nothing real, and without it SDPA runs its fused causal kernel instead of
+            # materializing a (b, 1, T, T) mask (on CPU, the difference between flash and math attention)
+            attention_mask = None
         hidden = self.lm.get_decoder()(
             input_ids=input_ids, attention_mask=attention_mask, use_cache=False
         ).last_hidden_state  # (b, T, H), after the final norm
