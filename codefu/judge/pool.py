@@ -53,6 +53,9 @@ class PoolConfig:
     """A submission not judged by then is SANDBOX_ERROR (counted as ours, not the model's)."""
     max_attempts: int = 3
     """Tries per submission when actors die under it."""
+    node_group: str | None = None
+    """Only nodes of this `codefu launch` instance group judge (they hold the Ray resource
+    `codefu-group-<name>`), e.g. a CPU group beside the GPU trainers; None: every node with a CPU."""
 
 
 @dataclass
@@ -70,8 +73,12 @@ class RayJudgePool:
         self.judge_config = judge or JudgeConfig()
         self.config = pool or PoolConfig()
         nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
+        group = self.config.node_group
+        if group is not None:
+            nodes = [n for n in nodes if n["Resources"].get(f"codefu-group-{group}", 0) > 0]
         if not nodes:
-            raise RuntimeError("no Ray node with a CPU is alive: the judge needs at least one")
+            where = f" in instance group {group!r} (Ray resource codefu-group-{group})" if group else ""
+            raise RuntimeError(f"no Ray node with a CPU is alive{where}: the judge needs at least one")
         self.slots = [self._start(n["NodeID"], n["Resources"]["CPU"]) for n in nodes]
         ray.get([s.actor.node.remote() for s in self.slots])  # fail here, not mid-run, if actors can't start
 

@@ -32,6 +32,8 @@ class ResourcesConfig:
     """Rollout and reference share the trainers' GPUs (hybrid engine); False: separate GPUs."""
     judge_cpus: float = 1.0
     """CPUs the judge needs at least (it uses every CPU it is given; more is better)."""
+    judge_group: str | None = None
+    """Judge only on the nodes of this `codefu launch` instance group (e.g. "cpu"); None: every node."""
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,8 @@ class JudgeScorer:
     def __init__(self, cfg: RunConfig):
         self.reward = cfg.algo.reward
         judge = replace(cfg.judge, reward=cfg.algo.reward)
-        self.pool = RayJudgePool(judge, PoolConfig(cpus_per_node=cfg.resources.judge_cpus))
+        res = cfg.resources
+        self.pool = RayJudgePool(judge, PoolConfig(cpus_per_node=res.judge_cpus, node_group=res.judge_group))
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         verdicts = dict(self.pool.judge_many(zip(problems, responses, strict=True)))

@@ -1,6 +1,7 @@
 """The judge pool on a real local Ray cluster: same verdicts as the local judge, dead workers retried,
 stuck submissions timed out."""
 
+import pytest
 import ray
 
 from codefu.judge import JudgeConfig
@@ -28,6 +29,17 @@ def test_pool_judges_like_the_local_judge(local_ray):
         assert verdicts[1].passed == 5 and verdicts[1].first_failure == 3
     finally:
         pool.close()
+
+
+def test_pool_keeps_to_its_instance_group(local_ray):
+    pool = RayJudgePool(JudgeConfig(), PoolConfig(node_group="cpu"))
+    try:
+        assert pool.capacity == 2
+        assert next(iter(pool.judge_many([(PROBLEM, RIGHT)])))[1].status is Status.ACCEPTED
+    finally:
+        pool.close()
+    with pytest.raises(RuntimeError, match="instance group 'gpu'"):
+        RayJudgePool(JudgeConfig(), PoolConfig(node_group="gpu"))
 
 
 def test_dead_worker_is_replaced_and_work_retried(local_ray):
