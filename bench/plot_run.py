@@ -1,6 +1,6 @@
 """PNG plots of a run for the docs: reward and pass rate, validation pass@k, verdict mix.
 
-    python bench/plot_run.py RUN_DIR docs/img/cpu-default    # writes docs/img/cpu-default-{reward,passk,verdicts}.png
+    python bench/plot_run.py RUN_DIR docs/img/cpu-default   # docs/img/cpu-default-{reward,passk,verdicts}.png
 
 The same figures as `codefu report RUN_DIR` (which embeds them in one HTML page).
 """
