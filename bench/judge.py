@@ -1,9 +1,11 @@
 """Judge benchmark: per-test sandbox overhead, and end-to-end throughput against a CodeFu-style runner.
 
-    python bench/judge.py [--runs 200] [--variants 4] [--workers 1,2]
+    python bench/judge.py [--runs 200] [--variants 4] [--workers 1,2] [--overhead-only]
 
-1. Overhead: one trivial compiled program run --runs times under plain `subprocess.run` and under the
-   sandbox (bubblewrap + cgroup + rlimits; also with cgroups off, to attribute the cost). Medians.
+1. Overhead: one trivial compiled program run --runs times under plain `subprocess.run`, under a
+   sandbox per test (bubblewrap + cgroup + rlimits; also with cgroups off, to attribute the cost), and
+   under the runner: per test inside a running sandbox, and per test of a whole submission of
+   --tests-per-submission tests (sandbox start and teardown included). Medians.
 2. Throughput: real CodeFu problems (../shared/data/codefu-easy) with the correct and wrong solutions of
    tests/data/codefu_easy_solutions.json, each in --variants textual variants (distinct programs, as
    samples of a GRPO group are): our judge with 1 and all workers, and a reference runner in the style
@@ -36,34 +38,61 @@ from codefu.types import Problem, Status  # noqa: E402
 SUM = '#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n'
 
 
-def overhead(runs: int) -> dict[str, float]:
+def overhead(runs: int, tests_per_submission: int) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp(prefix="codefu-bench-"))
     tmp.chmod(0o755)
     (tmp / "main.cpp").write_text(SUM)
     subprocess.run(["g++", "-O2", "-o", str(tmp / "main"), str(tmp / "main.cpp")], check=True)
     (tmp / "in").write_text("2 3\n")
     limits = Limits(cpu_s=1, wall_s=3, memory_bytes=256 << 20, file_size_bytes=1 << 20)
+    argv, mounts = ["/box/main"], [Mount(tmp, "/box")]
+
+    def check(r) -> None:
+        assert r.ok and (tmp / "out").read_text() == "5\n", r
 
     def plain() -> None:
         with open(tmp / "in", "rb") as fin:
             subprocess.run([str(tmp / "main")], stdin=fin, capture_output=True, check=True)
 
-    def sandboxed(sb: Sandbox):
+    def per_test(sb: Sandbox):
         def go() -> None:
-            r = sb.run(
-                ["/box/main"], limits, [Mount(tmp, "/box")], tmp / "out", tmp / "err", stdin=tmp / "in"
-            )
-            assert r.ok and (tmp / "out").read_text() == "5\n", r
+            check(sb.run(argv, limits, mounts, tmp / "out", tmp / "err", stdin=tmp / "in"))
+
+        return go
+
+    def in_session(session):
+        def go() -> None:
+            check(session.run(tmp / "in", tmp / "out", tmp / "err", limits))
+
+        return go
+
+    def whole_submission(sb: Sandbox):
+        def go() -> None:  # start, tests_per_submission tests, close
+            session = sb.session(argv, mounts, limits)
+            for _ in range(tests_per_submission):
+                check(session.run(tmp / "in", tmp / "out", tmp / "err", limits))
+            session.close()
 
         return go
 
     results = {"plain subprocess": _median_ms(plain, runs)}
     for name, cfg in [
-        ("sandbox (bwrap+cgroup+rlimits)", SandboxConfig()),
-        ("sandbox, cgroups off", SandboxConfig(cgroup="off")),
+        ("sandbox per test (bwrap+cgroup+rlimits)", SandboxConfig(runner=False)),
+        ("sandbox per test, cgroups off", SandboxConfig(runner=False, cgroup="off")),
     ]:
         sb = Sandbox(cfg)
-        results[name] = _median_ms(sandboxed(sb), runs)
+        results[name] = _median_ms(per_test(sb), runs)
+        sb.close()
+    for name, cfg in [("runner", SandboxConfig()), ("runner, cgroups off", SandboxConfig(cgroup="off"))]:
+        sb = Sandbox(cfg)
+        assert sb.runner_binary is not None
+        session = sb.session(argv, mounts, limits)
+        results[f"{name}: per test in a running sandbox"] = _median_ms(in_session(session), runs)
+        session.close()
+        per_submission = _median_ms(whole_submission(sb), max(runs // tests_per_submission, 10))
+        results[f"{name}: per test, {tests_per_submission}-test submission"] = (
+            per_submission / tests_per_submission
+        )
         sb.close()
     return results
 
@@ -95,8 +124,8 @@ def workload(variants: int) -> list[tuple[Problem, str, str, str]]:
     return items
 
 
-def judge_throughput(items, workers: int) -> dict[str, float]:
-    with Judge(JudgeConfig(workers=workers)) as judge:
+def judge_throughput(items, workers: int, runner: bool = True) -> dict[str, float]:
+    with Judge(JudgeConfig(workers=workers, sandbox=SandboxConfig(runner=runner))) as judge:
         judge.judge(items[0][0], items[0][3])  # build the precompiled header outside the timing
         misses0 = judge.compiler.misses
         start = time.monotonic()
@@ -164,6 +193,10 @@ def _rates(subs: int, tests: int, compiles: int, seconds: float, accepted: int) 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--tests-per-submission", type=int, default=20)
+    ap.add_argument("--overhead-only", action="store_true")
+    ap.add_argument("--skip-reference", action="store_true", help="judge throughput only")
+    ap.add_argument("--per-test-sandbox", action="store_true", help="throughput of the older path too")
     ap.add_argument("--variants", type=int, default=4)
     ap.add_argument("--workers", default=f"1,{os.cpu_count()}")
     args = ap.parse_args()
@@ -172,13 +205,19 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
     print("## per-run overhead (median ms)")
-    for name, ms in overhead(args.runs).items():
-        print(f"{name:<34} {ms:7.2f}")
+    print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for name, ms in overhead(args.runs, args.tests_per_submission).items():
+        print(f"{name:<50} {ms:7.2f}")
+    if args.overhead_only:
+        return
     items = workload(args.variants)
     print(f"## throughput: {len(items)} submissions on {len({id(i[0]) for i in items})} problems")
     for w in sorted({int(x) for x in args.workers.split(",")}):
         print(f"codefu judge, {w} worker(s):      {judge_throughput(items, w)}")
-        print(f"CodeFu-style reference, {w} proc(s): {reference_throughput(items, w)}")
+        if args.per_test_sandbox:
+            print(f"codefu judge, sandbox per test, {w} worker(s): {judge_throughput(items, w, False)}")
+        if not args.skip_reference:
+            print(f"CodeFu-style reference, {w} proc(s): {reference_throughput(items, w)}")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ RLIMIT_NPROC does nothing for root. A cgroup counts the tree. Both hierarchies a
 - v2 (one unified mount; what most current distributions have).
 
 Each judge process makes one parent group `codefu-<pid>` inside its own cgroup (so the host's limits on
-the judge still bound its sandboxes) and one child group per run under it.
+the judge still bound its sandboxes) and one child group per sandbox under it: per run (compilations,
+checkers, the per-test path) or per submission (the runner path, which reads CPU time, OOM kills and,
+on v1, the peak memory before and after each test).
 """
 
 from __future__ import annotations
@@ -99,22 +101,39 @@ class RunCgroup:
             _write(d / "cgroup.procs", str(pid))
 
     def usage(self) -> CgroupUsage:
+        return CgroupUsage(self.cpu_s(), self.memory_peak(), self.oom_events() > 0)
+
+    def memory_peak(self) -> int:
         if self.version == 1:
-            cpu = int((self.dirs["cpuacct"] / "cpuacct.usage").read_text()) / 1e9
+            return int((self.dirs["memory"] / "memory.max_usage_in_bytes").read_text())
+        d = self.dirs[""]
+        peak_file = d / "memory.peak"  # kernel 5.19+
+        return int(peak_file.read_text()) if peak_file.exists() else int((d / "memory.current").read_text())
+
+    def reset_peak(self) -> bool:
+        """Restart the peak-memory watermark, so one group can measure several runs in turn.
+
+        v1 only: v2's memory.peak is reset per open file (kernel 6.12+), not for every reader; callers
+        measure per-process peaks (ru_maxrss) instead and keep the group's limit as the hard cap.
+        """
+        if self.version != 1:
+            return False
+        try:
+            _write(self.dirs["memory"] / "memory.max_usage_in_bytes", "0")
+        except OSError:  # e.g. a delegated hierarchy that does not let us write it
+            return False
+        return True
+
+    def oom_events(self) -> int:
+        """A counter that grows with every OOM kill in the group (compare before and after a run)."""
+        if self.version == 1:
             mem = self.dirs["memory"]
-            peak = int((mem / "memory.max_usage_in_bytes").read_text())
             oom_control = (mem / "memory.oom_control").read_text()
             if "oom_kill " in oom_control:
-                oom = parse_oom_kills(oom_control) > 0
-            else:  # kernels before 4.13 have no oom_kill counter; a hit limit is the sign
-                oom = int((mem / "memory.failcnt").read_text()) > 0
-            return CgroupUsage(cpu, peak, oom)
-        d = self.dirs[""]
-        cpu = parse_v2_cpu_stat((d / "cpu.stat").read_text())
-        peak_file = d / "memory.peak"  # kernel 5.19+
-        peak = int(peak_file.read_text()) if peak_file.exists() else int((d / "memory.current").read_text())
-        oom = parse_oom_kills((d / "memory.events").read_text()) > 0
-        return CgroupUsage(cpu, peak, oom)
+                return parse_oom_kills(oom_control)
+            # kernels before 4.13 have no oom_kill counter; hitting the limit is the sign
+            return int((mem / "memory.failcnt").read_text())
+        return parse_oom_kills((self.dirs[""] / "memory.events").read_text())
 
     def cpu_s(self) -> float:
         if self.version == 1:

@@ -14,8 +14,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from codefu.judge.checker import load_python_checker, outputs_match
 from codefu.judge.extract import Program, extract_program
 from codefu.judge.languages import CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
-from codefu.judge.sandbox import Limits, Mount, Sandbox, SandboxConfig
+from codefu.judge.sandbox import Limits, Mount, RunResult, Sandbox, SandboxConfig, make_work_dir
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,8 @@ class Judge:
         self.config = config or JudgeConfig()
         self.spec = reward_spec(self.config.reward)
         self.workers = self.config.workers or os.cpu_count() or 1
-        self.sandbox = Sandbox(self.config.sandbox)
-        self.root = _make_work_dir(self.config.work_dir)
+        self.root = make_work_dir(self.config.work_dir)
+        self.sandbox = Sandbox(self.config.sandbox, self.root)
         self.run_dir = self.root / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.run_dir.mkdir(mode=0o711)
         (self.run_dir / "inputs").mkdir()
@@ -164,39 +164,76 @@ class Judge:
         limits = Limits(
             cpu, cpu * self.config.wall_scale + 1, problem.memory_limit_bytes, self.config.output_limit_bytes
         )
-        # Without early stop every test is queued at once; with it, at most `workers` run ahead, so a
-        # failure stops the rest from starting.
-        window = self.workers if early_stop else len(tests)
         results: list[TestResult | None] = [None] * len(tests)
-        pending: dict[Future[TestResult], int] = {}
+        lock = threading.Lock()
         next_test, stop = 0, False
-        while pending or (next_test < len(tests) and not stop):
-            while not stop and next_test < len(tests) and len(pending) < window:
-                f = self._tests_pool.submit(self._run_test, problem, compiled, tests[next_test], limits)
-                pending[f] = next_test
+
+        def take() -> int | None:
+            nonlocal next_test
+            with lock:
+                if stop or next_test >= len(tests):
+                    return None
                 next_test += 1
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                i = pending.pop(f)
-                results[i] = f.result()
-                stop |= early_stop and results[i].status is not Status.ACCEPTED
+                return next_test - 1
+
+        def worker() -> None:
+            """One sandbox session that takes tests in order until none are left (or one failed)."""
+            nonlocal stop
+            session = None
+            try:
+                while (i := take()) is not None:
+                    if session is None or session.dead:
+                        if session is not None:
+                            session.close()
+                        session = self._open_session(compiled, limits)
+                    run = session.run if session is not None else None
+                    results[i] = self._run_test(problem, tests[i], limits, run)
+                    if early_stop and results[i].status is not Status.ACCEPTED:
+                        with lock:
+                            stop = True
+            finally:
+                if session is not None:
+                    session.close()
+
+        # Tests are taken in order by up to `workers` sessions; with early stop, a failure stops the
+        # others from taking more (at most `workers` tests run ahead of it).
+        sessions = [self._tests_pool.submit(worker) for _ in range(min(self.workers, len(tests)))]
+        for f in sessions:
+            f.result()
         return results
 
-    def _run_test(self, problem: Problem, compiled: Compiled, test: TestCase, limits: Limits) -> TestResult:
+    def _open_session(self, compiled: Compiled, limits: Limits):
+        """A sandbox for the tests of one submission, or None if it cannot start (logged; its tests are
+        then SANDBOX_ERROR)."""
         try:
-            return self._run_test_unsafe(problem, compiled, test, limits)
+            return self.sandbox.session(compiled.run_argv, compiled.mounts, limits)
+        except Exception:  # noqa: BLE001
+            log.exception("cannot start a sandbox")
+            return None
+
+    def _run_test(
+        self,
+        problem: Problem,
+        test: TestCase,
+        limits: Limits,
+        run: Callable[[Path, Path, Path, Limits], RunResult] | None,
+    ) -> TestResult:
+        if run is None:
+            return TestResult(Status.SANDBOX_ERROR, message="the sandbox could not start")
+        try:
+            return self._run_test_unsafe(problem, test, limits, run)
         except Exception as e:  # noqa: BLE001
             log.exception("test run failed")
             return TestResult(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:STDERR_CHARS])
 
     def _run_test_unsafe(
-        self, problem: Problem, compiled: Compiled, test: TestCase, limits: Limits
+        self, problem: Problem, test: TestCase, limits: Limits, run: Callable[..., RunResult]
     ) -> TestResult:
         stdin = self._input_file(test.input)
         name = uuid.uuid4().hex
         out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
         try:
-            r = self.sandbox.run(compiled.run_argv, limits, compiled.mounts, out, err, stdin=stdin)
+            r = run(stdin, out, err, limits)
             stderr = read_head(err, STDERR_CHARS)
             result = TestResult(Status.ACCEPTED, r.cpu_s, r.wall_s, r.memory_bytes, r.exit_code, stderr)
             if r.limit in ("cpu", "wall"):
@@ -209,9 +246,12 @@ class Judge:
                 result.status = Status.OUTPUT_LIMIT
             elif r.exit_code != 0:
                 result.status = Status.RUNTIME_ERROR
-                result.message = f"exit status {r.exit_code}\n{stderr}"[:STDERR_CHARS]
+                note = f" ({r.note})" if r.note else ""
+                result.message = f"exit status {r.exit_code}{note}\n{stderr}"[:STDERR_CHARS]
             elif not self._check(problem, test, out):
                 result.status = Status.WRONG_ANSWER
+            if r.note and not result.message:
+                result.message = r.note
             return result
         finally:
             out.unlink(missing_ok=True)
@@ -262,14 +302,3 @@ class Judge:
             tmp.write_bytes(data)
             tmp.replace(path)
         return path
-
-
-def _make_work_dir(configured: str | None) -> Path:
-    """A folder the sandbox user can traverse (to reach its binds) but not list."""
-    root = Path(configured) if configured else Path(tempfile.gettempdir()) / f"codefu-judge-{os.geteuid()}"
-    root.mkdir(parents=True, exist_ok=True)
-    st = root.stat()
-    if st.st_uid != os.geteuid():
-        raise PermissionError(f"judge work dir {root} belongs to uid {st.st_uid}, not to us")
-    root.chmod(0o711)
-    return root

@@ -3,28 +3,60 @@
 Threat model
 ------------
 The program is hostile: it may try to read secrets, reach the network, exhaust the host, escape its
-limits or outlive its run. Each run is a fresh `bwrap` with:
+limits, outlive its run, or forge its results. Every sandbox is a fresh `bwrap` with:
 
 - all namespaces unshared (user, pid, net, ipc, uts, cgroup): no network interfaces but a down
   loopback, its own pid 1, no view of host processes;
 - a filesystem of read-only binds of `/usr` (and the merged `/bin`, `/lib*` links) plus whatever the
   language needs (the compiled program, read-only), a private size-capped tmpfs `/tmp` as working
   directory, a minimal `/dev` (null, zero, full, random, urandom; no `/dev/shm`), a fresh `/proc`;
-  nothing of the host's home, /tmp, the project or its secrets;
+  nothing of the host's home, /tmp, the project or its secrets; nothing of the host writable;
 - an empty environment (only PATH), so `/proc/1/environ` shows nothing of the judge's;
 - when the judge runs as root: an unprivileged uid/gid (nobody) on the host, no supplementary groups,
   every capability dropped, a new session (no terminal injection), `--die-with-parent`;
-- limits: CPU time over the whole process tree and peak memory and process count through a per-run
-  cgroup (v1 or v2), a wall-clock cap (sleepers), RLIMIT_FSIZE on every file written (stdout and
-  stderr are files, so floods stop at the cap), open files, no core dumps, unlimited stack. Hard
-  rlimits equal soft ones, so the program cannot raise them.
+- limits: CPU time over the whole process tree and peak memory and process count through the
+  sandbox's cgroup (v1 or v2), a wall-clock cap (sleepers), RLIMIT_FSIZE on every file written (stdout
+  and stderr are files the judge opened, so floods stop at the cap), open files, no core dumps,
+  unlimited stack. Hard rlimits equal soft ones, so the program cannot raise them.
 - teardown: killing the sandbox's pid 1 kills every process in its pid namespace (double-forked
   orphans included); the cgroup is then emptied and removed.
+
+Tests run in one of two ways (`SandboxConfig.runner`). Per test: a sandbox per run, as above
+(compilations and checker programs always run so). Per submission (the default): one sandbox whose
+pid 1 is a trusted runner (`runner.c`, see `runner.py`) that runs the tests one after another. The
+runner shares the program's uid, so what keeps it trusted is:
+
+- the expected outputs never enter the sandbox; verdicts are computed outside from the output bytes,
+  so a program can only "forge" an output it could have printed anyway. Results (exit status,
+  rusage) come back on a socket that is close-on-exec, and the runner is not dumpable
+  (PR_SET_DUMPABLE 0): the program cannot ptrace it, read its memory or open `/proc/1/fd/*`. As pid
+  1 of its pid namespace it ignores every signal sent from inside (it installs no handlers).
+- nothing survives a test: after the program exits (or hits a limit) the runner SIGKILLs every other
+  process of the namespace and reaps them all (every orphan is its child), then empties `/tmp` and
+  removes System V IPC objects; if it cannot (a tree too deep, say), the judge starts a fresh sandbox
+  for the next test. Output files belong to the judge (root), so no sandboxed process can reopen one
+  through /proc/<pid>/fd.
+- the runner dies only by the OOM killer or from outside, and the test's processes start with
+  oom_score_adj 1000, so a full cgroup loses them first (a program may lower its own back to 0; then
+  the runner, the smallest process, is still the least likely victim). If the runner dies, the running
+  test is MEMORY_LIMIT (after an OOM kill) or RUNTIME_ERROR, never ACCEPTED, and the next test gets a
+  fresh sandbox; a runner that stops answering is killed at the wall limit plus a grace (TIME_LIMIT),
+  so the judge never hangs.
+- CPU time: while a test runs the judge reads the cgroup and has the runner kill the test when the
+  tree passes the limit (a fork bomb's children included); the reported time is the growth of the
+  runner's children's rusage, exact for the whole tree because everything is reaped before it is read.
+- memory: the cgroup limit is the hard cap per test; the reported peak is the cgroup's watermark reset
+  before each test (v1), or the largest process's ru_maxrss (v2 and no cgroup: v2's memory.peak is
+  not resettable for all readers). The runner itself (~1 MiB) counts in the group.
+- weaker than a sandbox per test: POSIX message queues a test creates (at most RLIMIT_MSGQUEUE, 800
+  KiB by default) live on into the later tests of its submission; System V IPC objects are removed.
 
 Not contained (yet): no seccomp filter, so every system call the kernel allows an unprivileged user
 in a user namespace is reachable (kernel bugs there are the residual risk); CPU cache and timing side
 channels; disk bandwidth. Without a usable cgroup the judge falls back to per-process rlimits and
-logs what is weaker (fork bombs may then burn more CPU than the limit and memory is RLIMIT_AS).
+logs what is weaker (fork bombs may then burn more CPU than the limit while they run, and memory is
+RLIMIT_AS). Without root the sandbox runs as the judge's own uid: a program could then reopen its
+stdin file (the judge's cached input) for writing through /proc/self/fd/0, in either mode.
 `kind="none"` runs programs directly on the host: for debugging trusted code only.
 """
 
@@ -38,6 +70,7 @@ import select
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +103,9 @@ class SandboxConfig:
     open_files: int = 256
     extra_ro_binds: list[str] = field(default_factory=list)
     """More host paths to expose read-only at the same place (e.g. a toolchain outside /usr)."""
+    runner: bool = True
+    """Tests of a submission run in one sandbox, one after another, by a trusted runner that is its pid 1
+    (codefu/judge/runner.c); False: a fresh bwrap for every test (the older, ~2x slower path)."""
 
 
 @dataclass
@@ -94,6 +130,7 @@ class RunResult:
     wall_s: float
     memory_bytes: int
     limit: Literal["cpu", "wall", "memory", "output"] | None = None  # the limit that stopped it
+    note: str = ""  # what happened beyond the exit code (e.g. the sandbox's runner died)
 
     @property
     def ok(self) -> bool:
@@ -103,8 +140,9 @@ class RunResult:
 class Sandbox:
     """Runs one command at a time per call; thread-safe, so a pool of threads can share one instance."""
 
-    def __init__(self, config: SandboxConfig | None = None):
+    def __init__(self, config: SandboxConfig | None = None, work_dir: Path | None = None):
         self.config = config or SandboxConfig()
+        self.runner_binary: Path | None = None
         self.is_root = os.geteuid() == 0
         self.cgroups: CgroupManager | None = None
         if self.config.kind == "none":
@@ -125,6 +163,8 @@ class Sandbox:
         self._ro_binds = self._base_binds()
         if self.config.kind == "bwrap":
             self._self_test()
+            if self.config.runner:
+                self._set_up_runner(work_dir or make_work_dir(None))
 
     # ---- public -------------------------------------------------------------------------------------
 
@@ -138,7 +178,7 @@ class Sandbox:
         stdin: Path | None = None,
         cwd: str = "/tmp",
     ) -> RunResult:
-        cg = self._create_cgroup(limits)
+        cg = self.create_cgroup(limits)
         try:
             with (
                 open(stdin or os.devnull, "rb") as fin,
@@ -152,6 +192,15 @@ class Sandbox:
             if cg is not None:
                 self.cgroups.release(cg)
 
+    def session(self, argv: list[str], mounts: list[Mount], limits: Limits):
+        """Something with `run(stdin, stdout, stderr, limits) -> RunResult` and `close()` that runs argv
+        once per call: a runner sandbox (`runner.RunnerSession`), or a fresh sandbox per call."""
+        from codefu.judge import runner  # runner builds on this module
+
+        if self.runner_binary is None:
+            return runner.PerRunSession(self, argv, mounts)
+        return runner.RunnerSession(self, argv, mounts, limits)
+
     def close(self) -> None:
         if self.cgroups is not None:
             self.cgroups.close()
@@ -159,8 +208,12 @@ class Sandbox:
 
     # ---- bubblewrap -------------------------------------------------------------------------------
 
-    def _bwrap_argv(self, argv: list[str], mounts: list[Mount], cwd: str, info_fd: int, block_fd: int):
+    def _bwrap_argv(
+        self, argv: list[str], mounts: list[Mount], cwd: str, info_fd: int, block_fd: int, as_pid_1: bool
+    ) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        if as_pid_1:  # the command itself is pid 1 (the runner reaps and kills), not bwrap's reaper
+            args.append("--as-pid-1")
         args += ["--hostname", "sandbox"]
         for src, link in self._ro_binds:
             args += ["--symlink", link, src] if link else ["--ro-bind", src, src]
@@ -176,19 +229,38 @@ class Sandbox:
         return args + argv
 
     def _run_bwrap(self, argv, limits, mounts, cwd, files, cg: RunCgroup | None) -> RunResult:
+        start = time.monotonic()
+        prefix = _rlimit_prefix(limits, self.config, cg is not None)
+        proc, child = self.spawn_bwrap(prefix, argv, mounts, cwd, files, cg)
+        if child is None:  # bwrap failed before starting the sandbox; its stderr says why
+            proc.wait()
+            return RunResult(proc.returncode if proc.returncode else 1, 0.0, 0.0, 0)
+        return self._supervise(proc, child, limits, cg, start)
+
+    def spawn_bwrap(
+        self,
+        prefix: list[str],
+        argv: list[str],
+        mounts: list[Mount],
+        cwd: str,
+        files,
+        cg: RunCgroup | None,
+        pass_fds: tuple[int, ...] = (),
+        as_pid_1: bool = False,
+    ) -> tuple[subprocess.Popen, int | None]:
+        """Start `prefix + bwrap ... -- argv`; the sandbox's pid 1 (host pid, None if bwrap failed) is in
+        the cgroup before it runs anything."""
         r_info, w_info = os.pipe()
         r_block, w_block = os.pipe()
         user = {"user": self.config.uid, "group": self.config.uid, "extra_groups": []} if self.is_root else {}
-        start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                _rlimit_prefix(limits, self.config, cg is not None)
-                + self._bwrap_argv(argv, mounts, cwd, w_info, r_block),
+                prefix + self._bwrap_argv(argv, mounts, cwd, w_info, r_block, as_pid_1),
                 stdin=files[0],
                 stdout=files[1],
                 stderr=files[2],
                 env={},
-                pass_fds=(w_info, r_block),
+                pass_fds=(w_info, r_block, *pass_fds),
                 close_fds=True,
                 **user,
             )
@@ -197,10 +269,9 @@ class Sandbox:
             os.close(r_block)
         try:
             child = _read_child_pid(r_info)
-            if child is None:  # bwrap failed before starting the sandbox; its stderr says why
-                proc.wait()
+            if child is None:
                 os.close(w_block)
-                return RunResult(proc.returncode if proc.returncode else 1, 0.0, 0.0, 0)
+                return proc, None
             # The sandbox's pid 1 waits on block_fd until it has joined the cgroup: nothing it forks
             # can escape accounting.
             if cg is not None:
@@ -216,7 +287,7 @@ class Sandbox:
                 os.close(w_block)
             except OSError:
                 pass
-        return self._supervise(proc, child, limits, cg, start)
+        return proc, child
 
     def _supervise(
         self, proc, kill_pid: int, limits: Limits, cg: RunCgroup | None, start: float
@@ -272,8 +343,6 @@ class Sandbox:
     # ---- no sandbox (debugging) -------------------------------------------------------------------
 
     def _run_unsandboxed(self, argv, limits, mounts, cwd, files, cg) -> RunResult:
-        import tempfile
-
         translate = {m.dest: str(m.host) for m in mounts}
 
         def host_path(p: str) -> str:
@@ -300,7 +369,7 @@ class Sandbox:
 
     # ---- setup ------------------------------------------------------------------------------------
 
-    def _create_cgroup(self, limits: Limits) -> RunCgroup | None:
+    def create_cgroup(self, limits: Limits) -> RunCgroup | None:
         if self.cgroups is None:
             return None
         cg = self.cgroups.create()
@@ -310,6 +379,17 @@ class Sandbox:
             self.cgroups.release(cg)
             raise
         return cg
+
+    def _set_up_runner(self, work_dir: Path) -> None:
+        """Build the runner (once per machine and compiler) and check it works; else warn and fall back."""
+        from codefu.judge import runner
+
+        try:
+            self.runner_binary = runner.build_runner(work_dir)
+            runner.self_test(self)
+        except Exception as e:  # noqa: BLE001 - the per-test path still works: slower, not weaker
+            log.warning("sandbox runner unavailable, one sandbox per test instead (slower): %s", e)
+            self.runner_binary = None
 
     def _base_binds(self) -> list[tuple[str, str | None]]:
         """(path, symlink target or None for a read-only bind) for /usr and the usual top-level links."""
@@ -325,8 +405,6 @@ class Sandbox:
         return binds
 
     def _self_test(self) -> None:
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="codefu-sbx-check-") as tmp:
             out, err = Path(tmp) / "out", Path(tmp) / "err"
             limits = Limits(cpu_s=5, wall_s=20, memory_bytes=256 << 20, file_size_bytes=1 << 20)
@@ -358,6 +436,24 @@ def _read_child_pid(fd: int) -> int | None:
             continue  # partial JSON; read on
 
 
+def make_work_dir(configured: str | None) -> Path:
+    """The judge's folder (default `$TMPDIR/codefu-judge-<uid>`): the sandbox user may traverse it to
+    reach its binds, but not list it."""
+    root = Path(configured) if configured else Path(tempfile.gettempdir()) / f"codefu-judge-{os.geteuid()}"
+    root.mkdir(parents=True, exist_ok=True)
+    st = root.stat()
+    if st.st_uid != os.geteuid():
+        raise PermissionError(f"judge work dir {root} belongs to uid {st.st_uid}, not to us")
+    root.chmod(0o711)
+    return root
+
+
+def fallback_nproc(config: SandboxConfig) -> int:
+    """RLIMIT_NPROC without a cgroup: it counts every process of the sandbox uid on the host (concurrent
+    runs and their exiting zombies included), so it gets room for every CPU's runs."""
+    return config.max_processes * 4 * (os.cpu_count() or 1)
+
+
 def _rlimit_prefix(limits: Limits, config: SandboxConfig, cgroup: bool) -> list[str]:
     """util-linux `prlimit` as the first program of the run, so the limits hold from the first exec.
 
@@ -377,10 +473,8 @@ def _rlimit_prefix(limits: Limits, config: SandboxConfig, cgroup: bool) -> list[
         f"--stack={stack}",
     ]
     if not cgroup:
-        # Weaker fallbacks: AS is per process; NPROC counts every process of the sandbox uid on the host
-        # (concurrent runs and their exiting zombies included), so it gets room for every CPU's runs.
-        nproc = config.max_processes * 4 * (os.cpu_count() or 1)
-        args += [f"--as={limits.memory_bytes}", f"--nproc={nproc}"]
+        # weaker fallbacks: AS is per process, NPROC per host uid
+        args += [f"--as={limits.memory_bytes}", f"--nproc={fallback_nproc(config)}"]
     return args + ["--"]
 
 

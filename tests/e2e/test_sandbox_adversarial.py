@@ -32,10 +32,14 @@ def py(body: str) -> str:
     return f"```python\n{body}\n```"
 
 
-@pytest.fixture(scope="module")
-def judge():
+@pytest.fixture(scope="module", params=["runner", "per-test"])
+def judge(request):
+    """Both paths: one sandbox per submission with the runner as its pid 1, and a sandbox per test."""
     # a shorter compile limit than the default 10 s keeps compile bombs quick to judge
-    j = Judge(JudgeConfig(workers=2, output_limit_bytes=8 << 20, compile=CompileConfig(time_s=5)))
+    config = JudgeConfig(workers=2, output_limit_bytes=8 << 20, compile=CompileConfig(time_s=5))
+    config.sandbox.runner = request.param == "runner"
+    j = Judge(config)
+    assert (j.sandbox.runner_binary is not None) == config.sandbox.runner
     yield j
     j.close()
 
@@ -72,7 +76,9 @@ def _host_check(judge):
 
 def test_fork_bomb(judge):
     v = judge.judge(problem(), cpp("#include <unistd.h>\nint main(){ while(1) fork(); }"))
-    assert v.status in (Status.TIME_LIMIT, Status.RUNTIME_ERROR)
+    # 63 processes retrying fork() can fill the 64 MiB group with kernel memory (page tables, slabs
+    # of the failed forks): an OOM kill, on both paths, now and then under load
+    assert v.status in (Status.TIME_LIMIT, Status.RUNTIME_ERROR, Status.MEMORY_LIMIT)
     assert v.tests[0].cpu_s < 5  # the pids cgroup stops it; CPU is counted over the whole tree
 
 
