@@ -41,7 +41,7 @@ import threading
 import time
 from pathlib import Path
 
-from codefu.judge.sandbox import Limits, Mount, RunResult, Sandbox, fallback_nproc
+from codefu.judge.sandbox import Limits, Mount, RunResult, Sandbox, fallback_nproc, limit_hit
 
 SOURCE = Path(__file__).with_name("runner.c")
 RUNNER_PATH = "/codefu-runner"  # where the binary appears inside the sandbox
@@ -203,13 +203,7 @@ class RunnerSession:
             limit = "wall"
         elif why == 2:
             limit = limit or "cpu"
-        if limit is None:
-            if oom:
-                limit = "memory"
-            elif cpu_s > limits.cpu_s or code == 128 + signal.SIGXCPU:
-                limit = "cpu"
-            elif code == 128 + signal.SIGXFSZ:
-                limit = "output"
+        limit = limit_hit(limit, oom, cpu_s, code, limits)
         if not clean:  # the test left something (in /tmp, or IPC) the runner could not remove
             self.close()
         return RunResult(code, cpu_s, wall_us / 1e6, memory, limit)

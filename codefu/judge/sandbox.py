@@ -331,14 +331,7 @@ class Sandbox:
             cpu_s, mem, oom = usage.cpu_s, usage.memory_peak_bytes, usage.oom_killed
         else:
             cpu_s, mem, oom = ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, False
-        if limit is None:
-            if oom:
-                limit = "memory"
-            elif cpu_s > limits.cpu_s or code == 128 + signal.SIGXCPU:
-                limit = "cpu"
-            elif code == 128 + signal.SIGXFSZ:
-                limit = "output"
-        return RunResult(code, cpu_s, wall, mem, limit)
+        return RunResult(code, cpu_s, wall, mem, limit_hit(limit, oom, cpu_s, code, limits))
 
     # ---- no sandbox (debugging) -------------------------------------------------------------------
 
@@ -421,6 +414,20 @@ class Sandbox:
                     "`sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+); inside a "
                     "container, run it with --privileged or a seccomp profile allowing clone/unshare."
                 )
+
+
+def limit_hit(seen: str | None, oom: bool, cpu_s: float, code: int, limits: Limits) -> str | None:
+    """Which limit ended a run: the one the supervisor saw hit (`seen`), else what the kernel's traces
+    say (an OOM kill, CPU time over the limit or SIGXCPU, SIGXFSZ for the output size), else None."""
+    if seen is not None:
+        return seen
+    if oom:
+        return "memory"
+    if cpu_s > limits.cpu_s or code == 128 + signal.SIGXCPU:
+        return "cpu"
+    if code == 128 + signal.SIGXFSZ:
+        return "output"
+    return None
 
 
 def _read_child_pid(fd: int) -> int | None:
