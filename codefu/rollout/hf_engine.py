@@ -16,6 +16,7 @@ kept per step, never the (steps, B, V) logits (V = 152k, B = 256, 20k steps woul
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from codefu.trainer.model import warn_if_slow_on_cpu
 log = logging.getLogger(__name__)
 
 
+@functools.cache
 def _generate_cache_kwarg() -> str:
     """generate's name for a pre-filled cache: newer transformers renamed `past_key_values` to `cache` with
     a deprecation wrapper (the old name warns); older ones take `past_key_values`."""
