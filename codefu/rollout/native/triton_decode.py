@@ -1,0 +1,355 @@
+"""Paged-attention decode in Triton: one new query token per sequence against a paged KV cache.
+
+    out = paged_decode_attention_triton(q, k_cache, v_cache, block_tables, context_lens, scale)
+
+Shapes (D = head dim, G = Hq // Hkv query heads per KV head):
+    q             [B, Hq, D]                          the current token's queries
+    k_cache       [num_blocks, block_size, Hkv, D]    pages of keys (values alike), last dim contiguous
+    block_tables  int32 [B, max_blocks]               page ids of each sequence; padded, the padding is
+                                                      garbage and never read
+    context_lens  int32 [B]                           tokens to attend to, the current one included (its
+                                                      K/V are already in the cache); 0 gives a zero row
+                                                      (a padding slot of a captured batch)
+    returns       [B, Hq, D] in q's dtype; scores, softmax and the weighted sum accumulate in fp32
+
+How it runs (flash-decoding): the context of each sequence is cut into partitions of `partition_size`
+tokens; one program per (sequence, KV head, partition) loads each K/V tile ONCE for the G query heads of
+its group (a [G, D] x [D, BLOCK_N] `tl.dot`, G padded to 16 rows for the tensor cores) and keeps an
+online softmax (running max m, sum l, unnormalised output). A second kernel combines the partitions of
+each (sequence, query head): out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p. With one partition
+(short contexts, or `partition_size=0`) the first kernel writes the output itself and there is no second
+launch.
+
+CUDA graphs: nothing here reads `context_lens` on the host. The grid, the partition size and the scratch
+buffers depend only on tensor shapes (max_blocks * block_size bounds the context); programs whose
+partition starts past their sequence's length do nothing, and the reduce reads only the partitions that
+exist, so a captured call stays right when `context_lens` changes between replays.
+
+Speed: loads are 16-byte vectors and software-pipelined (cp.async) only when Triton knows that strides
+and pointers are multiples of 16 elements / bytes, which it checks at launch: a contiguous cache with
+D = 64 or 128 qualifies. Compiled offline for sm_90 (triton 3.9, D=128, 64-token tiles, 4 warps) the
+partition kernel takes ~91-96 registers and 39 KB of shared memory: about 5 programs per SM.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+#: Tokens per inner-loop tile (gathered through the block table, so any block_size works with it).
+BLOCK_N = 64
+#: Split-K partitions: a power of two of at least MIN_PARTITION tokens, at most MAX_PARTITION unless the
+#: grid cap below needs larger ones (see choose_partition_size).
+MIN_PARTITION = 128
+MAX_PARTITION = 512
+#: Aim for this many (sequence, KV head, partition) programs per SM when contexts are full length ...
+PROGRAMS_PER_SM = 4
+#: ... and launch at most this many per SM: a block table padded to 32k tokens makes mostly empty
+#: partitions, each an early exit that still costs a program slot.
+MAX_PROGRAMS_PER_SM = 64
+_LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def _partition_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    bt_ptr,
+    ctx_ptr,
+    out_ptr,  # [B, Hq, D] (one partition) or [B, Hq, P, D] fp32 partial outputs (split)
+    m_ptr,  # [B, Hq, P] fp32 running max (log2 domain); unused without split
+    l_ptr,  # [B, Hq, P] fp32 softmax denominators; unused without split
+    qk_scale,  # scale * log2(e): scores go straight to exp2
+    partition_size,  # tokens per partition (a multiple of BLOCK_N)
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_btb,
+    stride_ob,
+    stride_oh,
+    stride_op,
+    stride_mb,
+    stride_mh,
+    GROUP: tl.constexpr,  # query heads per KV head
+    GROUP_PAD: tl.constexpr,  # GROUP rounded up to a power of two >= 16 (tl.dot's minimum)
+    HEAD_DIM: tl.constexpr,
+    HEAD_DIM_PAD: tl.constexpr,  # power of two >= HEAD_DIM
+    PAGE: tl.constexpr,  # block_size of the cache
+    BLOCK: tl.constexpr,  # tokens per tile
+    SPLIT: tl.constexpr,  # write partials (m, l, unnormalised acc) instead of the output
+    # exact fp32 dot products: for fp32 inputs (not tf32), and in the interpreter, whose bf16 tl.dot reads
+    # the raw bits (triton 3.9); the operands hold the same values, so only the summation order differs
+    FP32_DOT: tl.constexpr,
+):
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    part = tl.program_id(2)
+    ctx = tl.load(ctx_ptr + b)
+    start = part * partition_size
+    end = tl.minimum(start + partition_size, ctx)
+
+    rows = tl.arange(0, GROUP_PAD)
+    row_ok = rows < GROUP
+    # rows that load and store: none when the partition starts past the sequence's end (a block-wide
+    # comparison, not `mask & scalar`, which the interpreter rejects)
+    row_live = rows < tl.where(start < ctx, GROUP, 0)
+    heads = kvh * GROUP + rows
+    dims = tl.arange(0, HEAD_DIM_PAD)
+    dim_ok = dims < HEAD_DIM
+    q = tl.load(
+        q_ptr + b * stride_qb + heads[:, None] * stride_qh + dims[None, :],
+        mask=row_live[:, None] & dim_ok[None, :],
+        other=0.0,
+    )
+
+    m_i = tl.full([GROUP_PAD], float("-inf"), tl.float32)
+    l_i = tl.zeros([GROUP_PAD], tl.float32)
+    acc = tl.zeros([GROUP_PAD, HEAD_DIM_PAD], tl.float32)
+    bt_row = bt_ptr + b * stride_btb
+    for t0 in range(start, end, BLOCK):
+        tok = t0 + tl.arange(0, BLOCK)
+        tok_ok = tok < end
+        # only pages below the sequence's length are looked up: the table's padding is never read
+        page = tl.load(bt_row + tok // PAGE, mask=tok_ok, other=0).to(tl.int64)
+        slot = (tok % PAGE).to(tl.int64)
+        kv_mask = tok_ok[:, None] & dim_ok[None, :]
+        k = tl.load(
+            k_ptr + (page * stride_kb + slot * stride_kt + kvh * stride_kh)[:, None] + dims[None, :],
+            mask=kv_mask,
+            other=0.0,
+        )
+        if FP32_DOT:
+            s = tl.dot(q.to(tl.float32), tl.trans(k.to(tl.float32)), input_precision="ieee")
+        else:
+            s = tl.dot(q, tl.trans(k))
+        s = tl.where(tok_ok[None, :], s * qk_scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(
+            v_ptr + (page * stride_vb + slot * stride_vt + kvh * stride_vh)[:, None] + dims[None, :],
+            mask=kv_mask,
+            other=0.0,
+        )
+        # probabilities rounded to the cache's dtype (bf16/fp16) for the tensor cores, as flash attention does
+        if FP32_DOT:
+            pv = tl.dot(p.to(v.dtype).to(tl.float32), v.to(tl.float32), input_precision="ieee")
+        else:
+            pv = tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + pv
+        m_i = m_new
+
+    if SPLIT:
+        o = out_ptr + b * stride_ob + heads[:, None] * stride_oh + part * stride_op + dims[None, :]
+        tl.store(o, acc, mask=row_live[:, None] & dim_ok[None, :])
+        ml = b * stride_mb + heads * stride_mh + part
+        tl.store(m_ptr + ml, m_i, mask=row_live)
+        tl.store(l_ptr + ml, l_i, mask=row_live)
+    else:
+        out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]  # context 0: zeros, not 0/0
+        o = out_ptr + b * stride_ob + heads[:, None] * stride_oh + dims[None, :]
+        tl.store(o, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & dim_ok[None, :])
+
+
+@triton.jit
+def _reduce_kernel(
+    part_ptr,  # [B, Hq, P, D] fp32
+    m_ptr,  # [B, Hq, P] fp32
+    l_ptr,  # [B, Hq, P] fp32
+    ctx_ptr,
+    out_ptr,  # [B, Hq, D]
+    partition_size,
+    stride_pb,
+    stride_ph,
+    stride_pp,
+    stride_mb,
+    stride_mh,
+    stride_ob,
+    stride_oh,
+    HEAD_DIM: tl.constexpr,
+    HEAD_DIM_PAD: tl.constexpr,
+    CHUNK: tl.constexpr,  # partitions combined per iteration
+):
+    b = tl.program_id(0)
+    h = tl.program_id(1)
+    ctx = tl.load(ctx_ptr + b)
+    n_parts = tl.cdiv(ctx, partition_size)  # only partitions that hold tokens were written
+    ml = m_ptr + b * stride_mb + h * stride_mh
+    ll = l_ptr + b * stride_mb + h * stride_mh
+    dims = tl.arange(0, HEAD_DIM_PAD)
+    dim_ok = dims < HEAD_DIM
+
+    # pass 1: the global max over partitions
+    m_all = tl.full([CHUNK], float("-inf"), tl.float32)
+    for p0 in range(0, n_parts, CHUNK):
+        idx = p0 + tl.arange(0, CHUNK)
+        m_all = tl.maximum(m_all, tl.load(ml + idx, mask=idx < n_parts, other=float("-inf")))
+    m_max = tl.max(m_all, 0)
+
+    # pass 2: rescale each partition's sum and output to the global max and add them up
+    total = tl.zeros([CHUNK], tl.float32)
+    acc = tl.zeros([HEAD_DIM_PAD], tl.float32)
+    base = part_ptr + b * stride_pb + h * stride_ph
+    for p0 in range(0, n_parts, CHUNK):
+        idx = p0 + tl.arange(0, CHUNK)
+        ok = idx < n_parts
+        w = tl.where(ok, tl.exp2(tl.load(ml + idx, mask=ok, other=0.0) - m_max), 0.0)
+        total += w * tl.load(ll + idx, mask=ok, other=0.0)
+        part = tl.load(base + idx[:, None] * stride_pp + dims[None, :], mask=ok[:, None] & dim_ok[None, :])
+        acc += tl.sum(w[:, None] * tl.where(ok[:, None] & dim_ok[None, :], part, 0.0), 0)
+    denom = tl.sum(total, 0)
+    out = acc / tl.where(denom == 0.0, 1.0, denom)  # context 0: zeros
+    tl.store(out_ptr + b * stride_ob + h * stride_oh + dims, out.to(out_ptr.dtype.element_ty), mask=dim_ok)
+
+
+@functools.cache
+def _num_sms(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 1  # the interpreter (CPU): no parallelism to fill
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def choose_partition_size(batch: int, kv_heads: int, max_context: int, num_sms: int) -> int:
+    """Split-K partition size in tokens from shapes only (0 = no split).
+
+    One program per (sequence, KV head) already fills the GPU when batch * kv_heads is large, but contexts
+    are ragged: a few long sequences would then finish last on a few SMs. Partitions of at most
+    MAX_PARTITION tokens spread every long context over many SMs, at the price of writing fp32 partials
+    (G*D*4 bytes per partition, ~1.5% of the K/V bytes a 512-token partition reads at D=128, G=7). When
+    there are few (sequence, head) pairs, partitions shrink (down to MIN_PARTITION) until a full-length
+    context yields about PROGRAMS_PER_SM programs per SM. They grow past MAX_PARTITION only to keep the
+    grid under MAX_PROGRAMS_PER_SM programs per SM (large batches with block tables padded far beyond
+    the real contexts)."""
+    pairs = batch * kv_heads
+    want = max_context * pairs // (PROGRAMS_PER_SM * num_sms)  # tokens per program
+    size = MIN_PARTITION
+    while size * 2 <= min(want, MAX_PARTITION):
+        size *= 2
+    while size < max_context and -(-max_context // size) * pairs > MAX_PROGRAMS_PER_SM * num_sms:
+        size *= 2
+    return 0 if size >= max_context else size
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(0, (x - 1).bit_length())
+
+
+def paged_decode_attention_triton(
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    block_tables: Tensor,
+    context_lens: Tensor,
+    scale: float,
+    *,
+    partition_size: int | None = None,
+    block_n: int = BLOCK_N,
+    num_warps: int = 4,
+    num_stages: int = 2,
+) -> Tensor:
+    """Decode attention over a paged KV cache; see the module docstring for shapes.
+
+    partition_size: None = `choose_partition_size` from shapes; 0 = no split-K; otherwise a multiple of
+    block_n. block_n (tokens per tile, a power of two >= 16), num_warps, num_stages: tuning knobs for
+    benchmarks (bench/rollout.py --kernel); the defaults are what the engine uses."""
+    batch, q_heads, head_dim = q.shape
+    num_blocks, page, kv_heads, head_dim_k = k_cache.shape
+    if head_dim_k != head_dim or v_cache.shape != k_cache.shape:
+        raise ValueError(
+            f"q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}"
+        )
+    if q_heads % kv_heads:
+        raise ValueError(f"query heads ({q_heads}) must be a multiple of KV heads ({kv_heads})")
+    if page < 16 or page & (page - 1):
+        raise ValueError(f"block_size must be a power of two >= 16, got {page}")
+    if block_tables.dtype != torch.int32 or context_lens.dtype != torch.int32:
+        raise ValueError(
+            f"block_tables / context_lens must be int32: {block_tables.dtype}, {context_lens.dtype}"
+        )
+    if q.stride(-1) != 1 or k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
+        raise ValueError("q, k_cache and v_cache need a contiguous last dimension")
+    block_tables = block_tables.contiguous()
+    context_lens = context_lens.contiguous()
+    max_context = block_tables.shape[1] * page
+    if partition_size is None:
+        partition_size = choose_partition_size(batch, kv_heads, max_context, _num_sms(q.device))
+        partition_size = max(partition_size, block_n) if partition_size else 0  # both powers of two
+    if block_n < 16 or block_n & (block_n - 1):
+        raise ValueError(f"block_n must be a power of two >= 16, got {block_n}")
+    if partition_size and partition_size % block_n:
+        raise ValueError(f"partition_size must be a multiple of block_n ({block_n}), got {partition_size}")
+    split = 0 < partition_size < max_context
+    parts = triton.cdiv(max_context, partition_size) if split else 1
+    group = q_heads // kv_heads
+    consts = dict(
+        GROUP=group,
+        GROUP_PAD=max(16, _next_pow2(group)),
+        HEAD_DIM=head_dim,
+        HEAD_DIM_PAD=max(16, _next_pow2(head_dim)),
+        PAGE=page,
+        BLOCK=block_n,
+        FP32_DOT=q.dtype == torch.float32 or q.device.type == "cpu",  # CPU: only the interpreter runs
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
+    out = torch.empty_like(q)
+    if split:
+        partial = torch.empty(batch, q_heads, parts, head_dim, device=q.device, dtype=torch.float32)
+        m = torch.empty(batch, q_heads, parts, device=q.device, dtype=torch.float32)
+        l_sum = torch.empty_like(m)
+        dst, dst_strides, ml_strides = partial, partial.stride()[:3], m.stride()[:2]
+    else:
+        # no partials: m/l are never touched; out's P stride is unused
+        m = l_sum = out
+        dst, dst_strides, ml_strides = out, (out.stride(0), out.stride(1), 0), (0, 0)
+        partition_size = max_context
+    _partition_kernel[(batch, kv_heads, parts)](
+        q,
+        k_cache,
+        v_cache,
+        block_tables,
+        context_lens,
+        dst,
+        m,
+        l_sum,
+        scale * _LOG2E,
+        partition_size,
+        q.stride(0),
+        q.stride(1),
+        *k_cache.stride()[:3],
+        *v_cache.stride()[:3],
+        block_tables.stride(0),
+        *dst_strides,
+        *ml_strides,
+        SPLIT=split,
+        **consts,
+    )
+    if split:
+        _reduce_kernel[(batch, q_heads)](
+            partial,
+            m,
+            l_sum,
+            context_lens,
+            out,
+            partition_size,
+            *partial.stride()[:3],
+            *m.stride()[:2],
+            out.stride(0),
+            out.stride(1),
+            HEAD_DIM=head_dim,
+            HEAD_DIM_PAD=consts["HEAD_DIM_PAD"],
+            CHUNK=16,
+            num_warps=4,
+        )
+    return out
