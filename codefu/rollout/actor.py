@@ -21,15 +21,21 @@ from torch import Tensor
 
 from codefu.rollout.engine import RolloutEngine
 from codefu.rollout.hf_engine import EngineConfig, TransformersEngine
+from codefu.rollout.native import NativeEngine
 from codefu.rollout.types import Completion, SamplingParams
 
 EngineSpec = EngineConfig | Callable[[], RolloutEngine]
 
 
 def build_engine(engine: EngineSpec) -> RolloutEngine:
-    if isinstance(engine, EngineConfig):
+    """The engine an `EngineConfig` names (`engine.engine`: "transformers" | "native"), or callable()."""
+    if not isinstance(engine, EngineConfig):
+        return engine()
+    if engine.engine == "transformers":
         return TransformersEngine.from_config(engine)
-    return engine()
+    if engine.engine == "native":
+        return NativeEngine.from_config(engine)
+    raise ValueError(f"unknown rollout engine {engine.engine!r}: expected 'transformers' or 'native'")
 
 
 class RolloutWorker:

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from codefu.rollout.sampling import _top_k_top_p, sample_from_scores
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.model import warn_if_slow_on_cpu
 
@@ -48,48 +49,21 @@ _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torc
 
 @dataclass
 class EngineConfig:
-    """How to build a `TransformersEngine` (the Ray actor gets one of these)."""
+    """How to build a rollout engine (the Ray actor gets one of these): `engine` picks the backend."""
 
     model: str  # HF folder, hub id, or a .gguf file
     gguf_file: str | None = None  # a .gguf file name inside `model`
     dtype: str = "float32"  # float32 | bfloat16 | float16 (GGUF is dequantised to this)
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...
-    batch_size: int = 16  # sequences per `generate` call (prompts x samples are split into such batches)
-
-
-def _top_k_top_p(scores: Tensor, top_k: int, top_p: float) -> Tensor:
-    """Mask (B, V) temperature-scaled scores to -inf outside the top-k, then outside the top_p nucleus.
-
-    Same rules as transformers' TopKLogitsWarper / TopPLogitsWarper (ties at the k-th value are kept; the
-    most likely token always survives)."""
-    vocab = scores.shape[-1]
-    if 0 < top_k < vocab:
-        kth = torch.topk(scores, top_k, dim=-1).values[..., -1:]
-        scores = scores.masked_fill(scores < kth, float("-inf"))
-    if top_p < 1.0:
-        sorted_scores, sorted_idx = torch.sort(scores, descending=False, dim=-1)
-        cum = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
-        remove_sorted = cum <= (1.0 - top_p)
-        remove_sorted[..., -1:] = False
-        remove = remove_sorted.scatter(-1, sorted_idx, remove_sorted)
-        scores = scores.masked_fill(remove, float("-inf"))
-    return scores
-
-
-def sample_from_scores(scores: Tensor, generator: torch.Generator) -> Tensor:
-    """One token per row of (B, V) scores (-inf = excluded), drawn from softmax(scores), as (B,) int64.
-
-    Inverse-CDF sampling with one uniform draw per row: `torch.multinomial` spends 28 ms per (16, 49152)
-    call on CPU (it draws an exponential for every vocabulary entry), this well under 1 ms. The CDF is
-    accumulated in float64 so a 150k vocabulary adds no visible bias; `right=True` never lands on a
-    zero-probability token, since those add nothing to the CDF."""
-    probs = torch.softmax(scores, dim=-1, dtype=torch.float64)
-    cdf = probs.cumsum(dim=-1)
-    u = torch.rand((scores.shape[0], 1), generator=generator, device=scores.device, dtype=torch.float64)
-    token = torch.searchsorted(cdf, u * cdf[:, -1:], right=True).squeeze(1)
-    # u * total can round up to total itself; then the last token with mass is the right pick
-    last = (probs > 0).cumsum(dim=-1).argmax(dim=-1)
-    return torch.minimum(token, last)
+    batch_size: int = 16  # transformers: sequences per `generate` call (prompts x samples cut into batches)
+    engine: str = "transformers"  # "transformers" (TransformersEngine) | "native" (NativeEngine)
+    # ---- native engine only (codefu.rollout.native) ----
+    block_size: int = 16  # tokens per KV-cache block
+    gpu_memory_fraction: float = 0.5  # share of the GPU's TOTAL memory the engine may fill (weights + cache)
+    kv_cache_tokens: int = 16384  # CPU: KV-cache size in tokens (on GPU the memory fraction decides)
+    max_num_seqs: int = 256  # sequences decoded together at most (continuous batching)
+    max_model_len: int | None = None  # prompt + response cap; None: the model's (<= 32768, <= the cache)
+    cuda_graphs: bool = True  # GPU: replay CUDA graphs of the decode step (False: eager)
 
 
 class _StepSampler:

@@ -1,0 +1,390 @@
+"""`NativeEngine`: our own rollout engine (nano-vllm style) on a paged KV cache with continuous batching.
+
+    engine = NativeEngine.from_config(EngineConfig(model="path", engine="native", device="cuda"))
+    completions = engine.generate(prompt_ids, SamplingParams(n=8, temperature=1.0, seed=step))
+    engine.load_weights(trainer_state)       # in place, HF names
+    engine.release_memory()                  # colocated trainer's turn: the KV cache is freed
+    engine.last_stats                        # prefill tokens, decode steps, preemptions, seconds, ...
+
+One `generate` = add every prompt as a group of n sequences, then `step()` until all are done. A step is
+a prefill (newly admitted groups, each prompt run once) or a decode (every running sequence, one token);
+see scheduler.py. Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
+same seed, prompts and engine settings give the same samples. Decode steps replay CUDA graphs on GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from codefu.rollout.hf_engine import EngineConfig
+from codefu.rollout.native.attention import AttentionMetadata
+from codefu.rollout.native.cuda_graphs import DecodeGraphs
+from codefu.rollout.native.host_tables import HostBlockTables
+from codefu.rollout.native.kv_cache import BlockAllocator, KVCache
+from codefu.rollout.native.model import NativeCausalLM
+from codefu.rollout.native.scheduler import DecodeStep, Group, PrefillStep, Scheduler, Sequence
+from codefu.rollout.sampling import make_generator, sample_step
+from codefu.rollout.types import Completion, SamplingParams
+from codefu.trainer.model import warn_if_slow_on_cpu
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DEFAULT_MAX_MODEL_LEN = 32768  # when the config does not say: the model's own limit, capped here
+MIN_PREFILL_TOKENS = 8192  # token budget of one prefill step (at least max_model_len: no chunked prefill)
+
+
+class NativeEngine:
+    """A `RolloutEngine` on `NativeCausalLM` (Llama / Qwen2 families).
+
+    hf_config: the transformers config; state: HF-named weights; tokenizer: for decoding and EOS (may be
+    None); generation_config: its eos_token_id also stops (as in TransformersEngine). `config` gives the
+    device, dtype and the native knobs (block_size, gpu_memory_fraction, kv_cache_tokens, max_num_seqs,
+    max_model_len, cuda_graphs)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        hf_config: Any,
+        state: dict[str, Tensor],
+        tokenizer: Any = None,
+        generation_config: Any = None,
+    ) -> None:
+        if config.dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {config.dtype!r}")
+        for name in ("block_size", "max_num_seqs", "kv_cache_tokens"):
+            if getattr(config, name) < 1:
+                raise ValueError(f"EngineConfig.{name} must be >= 1, got {getattr(config, name)}")
+        if not 0 < config.gpu_memory_fraction <= 1:
+            raise ValueError(
+                f"EngineConfig.gpu_memory_fraction must be in (0, 1], got {config.gpu_memory_fraction}"
+            )
+        self.config = config
+        self.device = torch.device(config.device)
+        self.dtype = _DTYPES[config.dtype]
+        self.tokenizer = tokenizer
+        self.block_size = config.block_size
+        requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
+        self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
+        self.model.load_weights(state)
+        self.eos_ids = _eos_ids(hf_config, generation_config, tokenizer)
+        self.max_prefill_tokens = max(requested, MIN_PREFILL_TOKENS)
+        self.num_blocks = self._plan_cache_blocks()
+        capacity = self.num_blocks * self.block_size
+        if config.max_model_len is not None and config.max_model_len > capacity:
+            raise ValueError(
+                f"max_model_len={config.max_model_len} does not fit the KV cache ({capacity} tokens): "
+                "raise gpu_memory_fraction (GPU) or kv_cache_tokens (CPU), or lower max_model_len"
+            )
+        self.max_model_len = min(requested, capacity)
+        self.max_blocks_per_seq = -(-self.max_model_len // self.block_size)
+        self.cache: KVCache | None = None
+        self.graphs: DecodeGraphs | None = None
+        self.last_stats: dict[str, float] = {}
+        self.resume_memory()
+        log.info(
+            "native engine: %d KV blocks x %d tokens, max_model_len %d, max_num_seqs %d, cuda graphs %s",
+            self.num_blocks,
+            self.block_size,
+            self.max_model_len,
+            config.max_num_seqs,
+            self.graphs is not None,
+        )
+
+    # ---- building -------------------------------------------------------------------------------
+    @classmethod
+    def from_config(cls, config: EngineConfig) -> NativeEngine:
+        """Load the model with transformers once (HF folder, .gguf, hub id), take its config and weights."""
+        from codefu.rollout.hf_engine import load_model_and_tokenizer
+
+        hf_model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
+        if torch.device(config.device).type == "cpu":
+            warn_if_slow_on_cpu(_DTYPES[config.dtype])
+        return cls.from_hf_model(hf_model, tokenizer, config)
+
+    @classmethod
+    def from_hf_model(cls, hf_model: Any, tokenizer: Any, config: EngineConfig) -> NativeEngine:
+        """From a transformers model object (its weights are copied; the object can be dropped after)."""
+        return cls(
+            config,
+            hf_model.config,
+            hf_model.state_dict(),
+            tokenizer,
+            getattr(hf_model, "generation_config", None),
+        )
+
+    def _plan_cache_blocks(self) -> int:
+        """KV blocks: `kv_cache_tokens` on CPU; on GPU what `gpu_memory_fraction` of the total memory leaves
+        after what is in use now (weights, other processes) and the measured peak of a prefill step."""
+        spec = self.model.spec
+        per_block = KVCache.bytes_per_block(
+            spec.num_layers, self.block_size, spec.num_kv_heads, spec.head_dim, self.dtype
+        )
+        if self.device.type != "cuda":
+            return -(-self.config.kv_cache_tokens // self.block_size)
+        activation = self._profile_peak()
+        free, total = torch.cuda.mem_get_info(self.device)
+        budget = total * self.config.gpu_memory_fraction - (total - free) - activation
+        blocks = int(budget // per_block) - 1  # one scratch block
+        if blocks < 1:
+            raise RuntimeError(
+                f"native engine: no GPU memory left for the KV cache ({(total - free) / 2**30:.1f} GiB used, "
+                f"prefill peak {activation / 2**30:.1f} GiB, fraction {self.config.gpu_memory_fraction}): "
+                "raise gpu_memory_fraction or lower max_model_len"
+            )
+        return blocks
+
+    @torch.no_grad()
+    def _profile_peak(self) -> int:
+        """Bytes a full prefill step and the sampler on max_num_seqs rows take on top of the weights."""
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        spec = self.model.spec
+        scratch = KVCache(
+            spec.num_layers, 1, self.block_size, spec.num_kv_heads, spec.head_dim, self.dtype, self.device
+        )
+        self._attach(scratch)
+        tokens = self.max_prefill_tokens
+        ids = torch.zeros(tokens, dtype=torch.long, device=self.device)
+        positions = torch.arange(tokens, device=self.device) % self.model.rotary.max_len
+        meta = AttentionMetadata(True, positions % self.block_size)
+        hidden = self.model(ids, positions, meta)
+        logits = self.model.logits(hidden[-1:]).expand(self.config.max_num_seqs, -1).contiguous()
+        del hidden
+        generator = make_generator(self.device, 0)
+        sample_step(logits, SamplingParams(temperature=0.7, top_p=0.9, top_k=50), generator)
+        del logits
+        self._attach(None)
+        peak = torch.cuda.max_memory_allocated(self.device) - before
+        torch.cuda.empty_cache()
+        return peak
+
+    # ---- memory (colocation) --------------------------------------------------------------------
+    def release_memory(self) -> None:
+        """Free the KV cache and the CUDA graphs that point into it (weights stay)."""
+        self.graphs = None
+        self._attach(None)
+        self.cache = None
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+
+    def resume_memory(self) -> None:
+        """Allocate the KV cache again (same size as at build time) and re-capture the CUDA graphs."""
+        if self.cache is not None:
+            return
+        spec = self.model.spec
+        self.cache = KVCache(
+            spec.num_layers,
+            self.num_blocks,
+            self.block_size,
+            spec.num_kv_heads,
+            spec.head_dim,
+            self.dtype,
+            self.device,
+        )
+        self._attach(self.cache)
+        if self.device.type == "cuda" and self.config.cuda_graphs:
+            with torch.no_grad():
+                self.graphs = DecodeGraphs(
+                    self._decode_forward, self.config.max_num_seqs, self._pad_column(), self.device
+                )
+
+    def _attach(self, cache: KVCache | None) -> None:
+        for i, layer in enumerate(self.model.layers):
+            layer.self_attn.k_cache, layer.self_attn.v_cache = cache.layer(i) if cache else (None, None)
+
+    # ---- the interface --------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty")
+            if len(p) >= self.max_model_len:
+                raise ValueError(
+                    f"prompt {i} has {len(p)} tokens: it cannot fit even alone (max_model_len "
+                    f"{self.max_model_len}, KV cache {self.num_blocks * self.block_size} tokens)"
+                )
+        self.resume_memory()
+        self.start(prompts, sampling)
+        while not self.scheduler.done:
+            self.step()
+        seqs = sorted(self._seqs, key=lambda s: s.seq_id)
+        return [
+            Completion(
+                prompt_index=s.prompt_index,
+                sample_index=s.sample_index,
+                prompt_ids=list(s.prompt),
+                token_ids=s.tokens,
+                text=self._detokenize(s.tokens),
+                logprobs=s.logprobs,
+                finish_reason="stop" if s.finish_reason == "stop" else "length",
+            )
+            for s in seqs
+        ]
+
+    def load_weights(self, state: dict[str, Tensor]) -> None:
+        """Copy HF-named tensors into the model in place (see NativeCausalLM.load_weights)."""
+        self.model.load_weights(state)
+
+    # ---- stepping (public so tests can look between steps) ---------------------------------------
+    def start(self, prompts: list[list[int]], sampling: SamplingParams) -> None:
+        """Queue every prompt as one group of n sequences; reset the stats."""
+        self.sampling = sampling
+        self.generator = make_generator(self.device, sampling.seed)
+        self.stop_ids = self.eos_ids | set(sampling.stop_token_ids)
+        self.allocator = BlockAllocator(self.num_blocks)
+        self.scheduler = Scheduler(
+            self.allocator, self.block_size, self.config.max_num_seqs, self.max_prefill_tokens
+        )
+        self.host_tables = HostBlockTables(self.config.max_num_seqs, self.max_blocks_per_seq, self.num_blocks)
+        n = sampling.n
+        self._seqs = [Sequence(i * n + j, i, j, list(p)) for i, p in enumerate(prompts) for j in range(n)]
+        for i in range(len(prompts)):
+            self.scheduler.add(Group(self._seqs[i * n : (i + 1) * n]))
+        self.last_stats = dict.fromkeys(
+            ["prefill_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum", "preemptions",
+             "prefill_s", "decode_s", "generated_tokens", "tokens_per_s"],
+            0.0,
+        )  # fmt: skip
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One scheduler step: prefill or decode, sample, append, finish what is done."""
+        t0 = time.perf_counter()
+        work = self.scheduler.schedule()
+        # tokens attended to / prefilled this step, counted before the new tokens are appended
+        context = sum(len(g.prefix) for g in work.groups) if isinstance(work, PrefillStep) else 0
+        if isinstance(work, PrefillStep):
+            seqs, logits = self._prefill(work)
+        else:
+            seqs, logits = self._decode(work)
+        tokens, logprobs = sample_step(logits, self.sampling, self.generator)
+        # one device-to-host copy per step: the scheduler needs the tokens (ids are exact in float64)
+        host = torch.stack([tokens.double(), logprobs.double()]).cpu().tolist()
+        for seq, token, logprob in zip(seqs, host[0], host[1], strict=True):
+            seq.tokens.append(int(token))
+            seq.logprobs.append(logprob)
+            if int(token) in self.stop_ids:
+                self.scheduler.finish(seq, "stop")
+            elif len(seq.tokens) >= self.sampling.max_new_tokens or seq.num_tokens >= self.max_model_len:
+                self.scheduler.finish(seq, "length")
+        self._account(work, seqs, context, time.perf_counter() - t0)
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor]:
+        """Run each group's prefix once; every sequence of a group samples from its last position."""
+        ids, positions, slots, pad_index, last = [], [], [], [], []
+        width = max(len(g.prefix) for g in work.groups)
+        bs = self.block_size
+        for row, group in enumerate(work.groups):
+            prefix, table = group.prefix, group.seqs[0].block_table
+            ids += prefix
+            positions += range(len(prefix))
+            slots += [table[p // bs] * bs + p % bs for p in range(len(prefix))]
+            pad_index += range(row * width, row * width + len(prefix))
+            last.append(len(ids) - 1)
+        dev = self.device
+        batch = len(work.groups)
+        meta = AttentionMetadata(
+            is_prefill=True,
+            slot_mapping=torch.tensor(slots, dtype=torch.long).to(dev),
+            pad_index=torch.tensor(pad_index, dtype=torch.long).to(dev) if batch > 1 else None,
+            batch=batch,
+            max_len=width,
+        )
+        hidden = self.model(torch.tensor(ids).to(dev), torch.tensor(positions).to(dev), meta)
+        assert self.cache is not None
+        self.cache.copy_blocks([s for s, _ in work.copies], [d for _, d in work.copies])
+        logits = self.model.logits(hidden[torch.tensor(last).to(dev)])  # (groups, V)
+        counts = torch.tensor([len(g.seqs) for g in work.groups]).to(dev)
+        seqs = [s for g in work.groups for s in g.seqs]
+        return seqs, logits.repeat_interleave(counts, dim=0, output_size=len(seqs))
+
+    def _decode(self, work: DecodeStep) -> tuple[list[Sequence], Tensor]:
+        """One token per running sequence: the graph of the batch's bucket, or the eager forward."""
+        seqs = work.seqs
+        assert seqs, "decode step with nothing running"
+        bucket = self.graphs.bucket(len(seqs)) if self.graphs is not None else None
+        # block-table width: this batch's longest table (a graph's buffer keeps stale ids past it, which
+        # attention ignores: it reads only context_lens tokens)
+        n, width = len(seqs), max(len(s.block_table) for s in seqs)
+        packed_np = np.empty((4 + width, bucket or n), dtype=np.int64)
+        packed_np[:, n:] = self._pad_column(width).numpy()[:, None]
+        pos = np.fromiter((s.num_tokens - 1 for s in seqs), dtype=np.int64, count=n)
+        tables = self.host_tables.gather(seqs, width)  # (n, width)
+        packed_np[0, :n] = [s.tokens[-1] for s in seqs]
+        packed_np[1, :n] = pos
+        packed_np[2, :n] = (
+            tables[np.arange(n), pos // self.block_size] * self.block_size + pos % self.block_size
+        )
+        packed_np[3, :n] = pos + 1
+        packed_np[4:, :n] = tables.T
+        packed = torch.from_numpy(packed_np)  # (4 + width, bucket)
+        if bucket is not None:
+            assert self.graphs is not None
+            hidden = self.graphs.run(packed, len(seqs))
+        else:
+            hidden = self._decode_forward(packed.to(self.device))
+        # the lm_head runs outside the graphs: (bucket, V) fp32 logits kept per graph would cost GBs
+        return seqs, self.model.logits(hidden)
+
+    def _decode_forward(self, packed: Tensor) -> Tensor:
+        """packed [4 + W, B] (see cuda_graphs.py) -> final hidden states [B, hidden]. No host reads, so
+        it can be captured in a CUDA graph."""
+        meta = AttentionMetadata(
+            is_prefill=False,
+            slot_mapping=packed[2],
+            block_tables=packed[4:].t().to(torch.int32, memory_format=torch.contiguous_format),
+            context_lens=packed[3].to(torch.int32),
+        )
+        return self.model(packed[0], packed[1], meta)
+
+    def _pad_column(self, width: int | None = None) -> Tensor:
+        """A padded decode column: token 0 at position 0, written to and reading the scratch block."""
+        width = self.max_blocks_per_seq if width is None else width
+        scratch = self.num_blocks  # KVCache's extra block
+        column = torch.full((4 + width,), scratch, dtype=torch.long)
+        column[:4] = torch.tensor([0, 0, scratch * self.block_size, 1])
+        return column
+
+    def _account(
+        self, work: PrefillStep | DecodeStep, seqs: list[Sequence], prefilled: int, seconds: float
+    ) -> None:
+        st = self.last_stats
+        st["generated_tokens"] += len(seqs)
+        if isinstance(work, PrefillStep):
+            st["prefill_tokens"] += prefilled
+            st["prefill_s"] += seconds
+        else:
+            st["decode_steps"] += 1
+            st["decode_batch_sum"] += len(seqs)
+            # each sequence attended to its whole context: its length before the token just appended
+            st["decode_context_sum"] += sum(s.num_tokens - 1 for s in seqs)
+            st["decode_s"] += seconds
+        st["preemptions"] = float(self.scheduler.num_preemptions)
+        total = st["prefill_s"] + st["decode_s"]
+        st["tokens_per_s"] = st["generated_tokens"] / total if total > 0 else 0.0
+
+    def _detokenize(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer is not None else ""
+
+
+def _eos_ids(hf_config: Any, generation_config: Any, tokenizer: Any) -> set[int]:
+    """EOS ids from the generation config, the model config and the tokenizer (as TransformersEngine)."""
+    ids: set[int] = set()
+    for source in (generation_config, hf_config, tokenizer):
+        eos = getattr(source, "eos_token_id", None) if source is not None else None
+        if eos is None:
+            continue
+        ids.update([eos] if isinstance(eos, int) else eos)
+    return ids
+
+
+__all__ = ["NativeEngine"]

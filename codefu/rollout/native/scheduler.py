@@ -1,0 +1,174 @@
+"""Continuous batching over a paged KV cache: which sequences run in the next step, and their blocks.
+
+Every step is either a PREFILL of newly admitted work or a DECODE of every running sequence (one token
+each); prefill goes first whenever something waiting fits (vLLM's rule, which keeps the batch full).
+
+- Waiting work is a `Group`: sequences whose tokens so far are identical (the n fresh samples of a
+  prompt, or one preempted sequence). A group's tokens are prefilled ONCE; its sequences share the full
+  blocks (refcount) and each gets its own copy of the partial last block, so no block is ever written by
+  two sequences. Part of a group can be admitted when only part fits; the rest stays first in line.
+- Admission needs free blocks for the prefix plus one spare block per admitted sequence (headroom for
+  its next tokens), and fits the token budget of a prefill step (padded width x sequences).
+- Before a decode step each sequence gets the block its next token needs. When none is free the
+  youngest running sequence is PREEMPTED: its blocks are freed and it waits again, first in line; on
+  readmission its prompt and its tokens so far are prefilled again (recompute), and it keeps its tokens
+  and log-probs. The oldest sequence alone always fits (`max_model_len` <= cache size), so the batch
+  always makes progress.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from codefu.rollout.native.kv_cache import BlockAllocator
+
+
+@dataclass
+class Sequence:
+    """One sample of one prompt: its tokens, what it has produced, and where its K/V live."""
+
+    seq_id: int
+    prompt_index: int
+    sample_index: int
+    prompt: list[int]
+    tokens: list[int] = field(default_factory=list)  # sampled so far
+    logprobs: list[float] = field(default_factory=list)
+    block_table: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.prompt) + len(self.tokens)
+
+    def all_tokens(self) -> list[int]:
+        return self.prompt + self.tokens
+
+
+@dataclass
+class Group:
+    """Waiting sequences with identical tokens so far: prefilled once, blocks shared."""
+
+    seqs: list[Sequence]
+
+    @property
+    def prefix(self) -> list[int]:
+        return self.seqs[0].all_tokens()
+
+
+@dataclass
+class PrefillStep:
+    groups: list[Group]  # each group's prefix runs once; its sequences sample from the last position
+    copies: list[tuple[int, int]]  # (src, dst) blocks to copy AFTER the forward (partial last blocks)
+
+
+@dataclass
+class DecodeStep:
+    seqs: list[Sequence]  # one token each
+
+
+class Scheduler:
+    def __init__(
+        self, allocator: BlockAllocator, block_size: int, max_num_seqs: int, max_prefill_tokens: int
+    ) -> None:
+        self.allocator = allocator
+        self.block_size = block_size
+        self.max_num_seqs = max_num_seqs
+        self.max_prefill_tokens = max_prefill_tokens
+        self.waiting: deque[Group] = deque()
+        self.running: list[Sequence] = []  # admission order: the last is the youngest
+        self.num_preemptions = 0
+
+    def add(self, group: Group) -> None:
+        self.waiting.append(group)
+
+    @property
+    def done(self) -> bool:
+        return not self.waiting and not self.running
+
+    def schedule(self) -> PrefillStep | DecodeStep:
+        prefill = self._admit()
+        if prefill is not None:
+            return prefill
+        self._reserve_decode_blocks()
+        return DecodeStep(list(self.running))
+
+    def finish(self, seq: Sequence, reason: str) -> None:
+        """A sequence is done: its blocks go back at once, so waiting work can join the next step."""
+        seq.finish_reason = reason
+        self.running.remove(seq)
+        self.allocator.release(seq.block_table)
+        seq.block_table = []
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _admit(self) -> PrefillStep | None:
+        groups: list[Group] = []
+        copies: list[tuple[int, int]] = []
+        width = 0
+        while self.waiting:
+            group = self.waiting[0]
+            length = len(group.prefix)
+            room = self.max_num_seqs - len(self.running)
+            new_width = max(width, length)
+            if room <= 0 or (len(groups) + 1) * new_width > self.max_prefill_tokens:
+                break
+            full, partial = divmod(length, self.block_size)
+            per_seq = (1 if partial else 0) + 1  # its copy of the partial block + one block of headroom
+            k = min(len(group.seqs), room, (self.allocator.num_free - full) // per_seq)
+            if k < 1 and not self.running and not groups and full + (partial > 0) <= self.allocator.num_free:
+                k = 1  # alone in an empty batch it runs without headroom (it fits: max_model_len)
+            if k < 1:
+                break
+            split = k < len(group.seqs)
+            if split:  # admit part of the group; the rest keeps its place in line
+                admitted = Group(group.seqs[:k])
+                group.seqs = group.seqs[k:]
+            else:
+                admitted = self.waiting.popleft()
+            copies += self._allocate_prefix(admitted, full, partial)
+            groups.append(admitted)
+            self.running.extend(admitted.seqs)
+            width = new_width
+            if split:
+                break  # no room for more now
+        return PrefillStep(groups, copies) if groups else None
+
+    def _allocate_prefix(self, group: Group, full: int, partial: int) -> list[tuple[int, int]]:
+        """Blocks for a group's prefix: the first sequence owns them, the others share the full ones and
+        get their own copy of the partial last one (copied after the prefill writes it)."""
+        first, *others = group.seqs
+        first.block_table = [self.allocator.allocate() for _ in range(full + (partial > 0))]
+        copies = []
+        for seq in others:
+            seq.block_table = [self.allocator.share(b) for b in first.block_table[:full]]
+            if partial:
+                block = self.allocator.allocate()
+                seq.block_table.append(block)
+                copies.append((first.block_table[-1], block))
+        return copies
+
+    def _reserve_decode_blocks(self) -> None:
+        """Each running sequence stores its last token's K/V this step: give it a block for that position,
+        preempting the youngest sequences while none is free."""
+        for seq in list(self.running):
+            if seq not in self.running:  # preempted below for an older one
+                continue
+            needed = -(-seq.num_tokens // self.block_size)
+            while len(seq.block_table) < needed:
+                if self.allocator.num_free == 0:
+                    victim = self.running[-1]
+                    self._preempt(victim)
+                    if victim is seq:
+                        break
+                    continue
+                seq.block_table.append(self.allocator.allocate())
+
+    def _preempt(self, seq: Sequence) -> None:
+        self.running.remove(seq)
+        self.allocator.release(seq.block_table)
+        seq.block_table = []
+        self.waiting.appendleft(Group([seq]))
+        self.num_preemptions += 1
+
+
+__all__ = ["DecodeStep", "Group", "PrefillStep", "Scheduler", "Sequence"]

@@ -1,0 +1,28 @@
+"""`rollout.engine=native` in the GRPO loop on Ray: two steps of the toy task with the native engine in
+the rollout actor; its log-probs agree with the trainer's recomputation of the same tokens."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems
+
+from codefu.observability.sinks import JsonlSink, read_metrics
+from codefu.orchestrator import loop
+from codefu.rollout.tiny import tiny_tokenizer
+
+pytestmark = pytest.mark.slow  # a Ray loop (~1-2 min on a loaded 2-core machine): `-m "not slow"` skips it
+
+
+def test_two_steps_with_the_native_engine(local_ray, tmp_path):
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps=2)
+    cfg = replace(cfg, rollout=replace(cfg.rollout, engine="native", kv_cache_tokens=1024))
+    run_dir = tmp_path / "run"
+    loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["rollout/logprob_tokens"] > 0
+        # fp32 on both sides: the rollout's log-probs are the trainer's up to float noise
+        assert r["rollout/logprob_diff_abs_max"] < 1e-3, r["rollout/logprob_diff_abs_max"]

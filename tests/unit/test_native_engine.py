@@ -1,0 +1,370 @@
+"""The native rollout engine against transformers on tiny random Llama and Qwen2 models (CPU, fp32):
+greedy tokens, log-probs under sampling, prefix sharing, preemption, seeds, weight sync, colocation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
+from codefu.rollout.actor import build_engine
+from codefu.rollout.native.attention import AttentionMetadata
+from codefu.rollout.native.cuda_graphs import DecodeGraphs, batch_buckets
+from codefu.rollout.native.kv_cache import KVCache
+from codefu.rollout.native.model import NativeCausalLM
+
+VOCAB = 1000
+BLOCK = 16
+# lengths 3, 16 (exactly one block), 21, 32 (two blocks), 9: partial and full last blocks
+PROMPTS = [
+    [11, 12, 13],
+    list(range(100, 116)),
+    list(range(200, 221)),
+    list(range(300, 332)),
+    [7, 8, 9, 10, 11, 12, 13, 14, 15],
+]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny ops on a shared 2-core machine: one intra-op thread is ~30x faster than two that contend."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def tiny_hf(kind: str, seed: int = 0, **overrides):
+    common = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        initializer_range=0.3,  # the default 0.02 makes greedy repeat one token forever
+        bos_token_id=None,
+        pad_token_id=None,
+        eos_token_id=None,
+    )
+    common.update(overrides)
+    if kind == "llama":
+        config = LlamaConfig(tie_word_embeddings=True, **common)
+    else:
+        config = Qwen2Config(tie_word_embeddings=False, **common)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
+    if kind == "qwen2":  # Qwen2 initialises biases to 0: make them matter
+        with torch.no_grad():
+            for layer in model.model.layers:
+                for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+                    proj.bias.normal_(0, 0.5)
+    return model
+
+
+def make_engine(hf, kv_cache_tokens: int = 4096, **knobs) -> NativeEngine:
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=kv_cache_tokens, **knobs)
+    return NativeEngine.from_hf_model(hf, None, config)
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen2"])
+def hf(request):
+    return tiny_hf(request.param)
+
+
+@pytest.fixture(scope="module")
+def engine(hf):
+    return make_engine(hf)
+
+
+def hf_greedy(hf, prompt: list[int], max_new: int, stop: tuple[int, ...] = ()) -> list[int]:
+    with torch.no_grad():
+        out = hf.generate(
+            torch.tensor([prompt]),
+            attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+            do_sample=False,
+            max_new_tokens=max_new,
+            eos_token_id=list(stop) or None,
+            pad_token_id=0,
+        )
+    return out[0, len(prompt) :].tolist()
+
+
+def forward_logprobs(hf, prompt: list[int], response: list[int], temperature: float) -> torch.Tensor:
+    """The trainer's quantity: log_softmax(logits / T) of each response token, one unpadded forward."""
+    with torch.no_grad():
+        logits = hf(input_ids=torch.tensor([prompt + response])).logits[0].float()
+    scaled = logits[len(prompt) - 1 : len(prompt) + len(response) - 1] / temperature
+    return torch.log_softmax(scaled, dim=-1).gather(-1, torch.tensor(response)[:, None]).squeeze(1)
+
+
+def pick_stops(outputs: list[list[int]]) -> tuple[int, ...]:
+    """One or two tokens of these outputs whose first occurrences end some outputs at different steps
+    and leave at least one running to the length cap."""
+    candidates = sorted({t for out in outputs for t in out[1:]})
+    for size in (1, 2):
+        for first in candidates:
+            for second in candidates if size == 2 else [None]:
+                stop = {first} if second is None else {first, second}
+                ends = [next((i for i, t in enumerate(out) if t in stop), None) for out in outputs]
+                if None in ends and len({e for e in ends if e is not None}) >= 2:
+                    return tuple(sorted(stop))
+    raise AssertionError("no such stop tokens in these outputs")
+
+
+def test_fused_model_logits_equal_transformers(hf):
+    model = NativeCausalLM.build(hf.config, torch.float32, "cpu", max_len=256)
+    model.load_weights(hf.state_dict())
+    cache = KVCache(2, 4, BLOCK, 2, 16, torch.float32, "cpu")
+    for i, layer in enumerate(model.layers):
+        layer.self_attn.k_cache, layer.self_attn.v_cache = cache.layer(i)
+    ids = torch.tensor(PROMPTS[2])
+    meta = AttentionMetadata(is_prefill=True, slot_mapping=torch.arange(len(ids)))
+    ours = model.logits(model(ids, torch.arange(len(ids)), meta))
+    with torch.no_grad():
+        ref = hf(input_ids=ids[None]).logits[0]
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=0)
+
+
+def test_greedy_is_token_identical_to_transformers_with_stops(hf, engine):
+    # stop tokens that transformers' greedy output hits at different steps of different prompts
+    stop = pick_stops([hf_greedy(hf, p, 12) for p in PROMPTS])
+    out = engine.generate(
+        PROMPTS, SamplingParams(n=2, temperature=0.0, max_new_tokens=12, stop_token_ids=stop)
+    )
+    assert [(c.prompt_index, c.sample_index) for c in out] == [(p, s) for p in range(5) for s in range(2)]
+    reasons = set()
+    for c in out:
+        ref = hf_greedy(hf, PROMPTS[c.prompt_index], 12, stop)
+        assert c.token_ids == ref, c.prompt_index
+        assert c.prompt_ids == PROMPTS[c.prompt_index]
+        stopped = ref[-1] in stop
+        assert c.finish_reason == ("stop" if stopped else "length")
+        reasons.add(c.finish_reason)
+        torch.testing.assert_close(
+            torch.tensor(c.logprobs), forward_logprobs(hf, c.prompt_ids, c.token_ids, 1.0), atol=1e-4, rtol=0
+        )
+    assert reasons == {"stop", "length"}
+    assert len({len(c.token_ids) for c in out if c.finish_reason == "stop"}) >= 2
+    # each prompt's prefill ran once for its n = 2 samples
+    assert engine.last_stats["prefill_tokens"] == sum(len(p) for p in PROMPTS)
+    assert engine.allocator.num_free == engine.num_blocks
+
+
+def test_model_config_eos_stops():
+    hf = tiny_hf("llama")
+    eos = hf_greedy(hf, PROMPTS[0], 10)[5]
+    hf.config.eos_token_id = eos
+    engine = make_engine(hf)
+    out = engine.generate([PROMPTS[0]], SamplingParams(temperature=0.0, max_new_tokens=10))[0]
+    assert out.token_ids == hf_greedy(hf, PROMPTS[0], 10, (eos,))
+    assert out.finish_reason == "stop" and out.token_ids[-1] == eos
+
+
+@pytest.mark.parametrize(
+    "temperature, top_k, top_p", [(0.7, 50, 0.9), (1.3, 0, 0.8)], ids=["t07-topk-topp", "t13-topp"]
+)
+def test_sampled_logprobs_equal_the_trainers(hf, engine, temperature, top_k, top_p):
+    sampling = SamplingParams(
+        n=3, temperature=temperature, top_k=top_k, top_p=top_p, max_new_tokens=10, seed=5
+    )
+    out = engine.generate(PROMPTS, sampling)
+    assert len(out) == 15
+    for c in out:
+        expected = forward_logprobs(hf, c.prompt_ids, c.token_ids, temperature)
+        torch.testing.assert_close(torch.tensor(c.logprobs), expected, atol=1e-4, rtol=0)
+        with torch.no_grad():
+            ids = torch.tensor([c.prompt_ids + c.token_ids])
+            logits = hf(input_ids=ids).logits[0, len(c.prompt_ids) - 1 : -1] / temperature
+        for t, tok in enumerate(c.token_ids):
+            if top_k:
+                assert int((logits[t] > logits[t, tok]).sum()) < top_k
+            probs = torch.softmax(logits[t], dim=-1)
+            assert float(probs[probs > probs[tok]].sum()) < top_p + 1e-5
+    # the samples of one prompt differ (they are independent draws from one shared prefill)
+    assert len({tuple(c.token_ids) for c in out[:3]}) > 1
+
+
+def test_same_seed_same_samples_and_the_global_rng_is_untouched(engine):
+    sampling = SamplingParams(n=2, temperature=1.0, max_new_tokens=8, seed=11)
+    state = torch.get_rng_state()
+    first = engine.generate(PROMPTS, sampling)
+    again = engine.generate(PROMPTS, sampling)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert [c.token_ids for c in again] == [c.token_ids for c in first]
+    assert [c.logprobs for c in again] == [c.logprobs for c in first]
+    other = engine.generate(PROMPTS, SamplingParams(n=2, temperature=1.0, max_new_tokens=8, seed=12))
+    assert [c.token_ids for c in other] != [c.token_ids for c in first]
+
+
+def test_samples_share_the_prompt_blocks(engine):
+    n = 4
+    engine.start(PROMPTS[2:4], SamplingParams(n=n, temperature=1.0, max_new_tokens=4, seed=0))
+    engine.step()  # the prefill of both prompts
+    running = engine.scheduler.running
+    assert len(running) == 2 * n
+    refs = engine.allocator.refcount
+    for group in (running[:n], running[n:]):
+        length = group[0].num_tokens - 1  # the prompt (one token sampled since)
+        full = length // BLOCK
+        tables = [s.block_table for s in group]
+        assert all(t[:full] == tables[0][:full] for t in tables)  # full blocks: the same ids
+        assert all(refs[b] == n for b in tables[0][:full])
+        if length % BLOCK:  # the partial last block: one copy per sample, same contents
+            lasts = [t[full] for t in tables]
+            assert len(set(lasts)) == n and all(refs[b] == 1 for b in lasts)
+            assert engine.cache is not None
+            data = engine.cache.data
+            for b in lasts[1:]:
+                assert torch.equal(data[:, :, b], data[:, :, lasts[0]])
+        else:
+            assert all(len(t) == full for t in tables)
+    while not engine.scheduler.done:
+        engine.step()
+    assert engine.allocator.num_free == engine.num_blocks
+    assert all(r == 0 for r in engine.allocator.refcount)
+
+
+def test_a_small_cache_preempts_and_gives_the_same_greedy_outputs(hf, engine):
+    sampling = SamplingParams(n=3, temperature=0.0, max_new_tokens=30)
+    big = engine.generate(PROMPTS, sampling)
+    assert engine.last_stats["preemptions"] == 0
+    small = make_engine(hf, kv_cache_tokens=8 * BLOCK)  # 8 blocks; 15 sequences need ~40
+    out = small.generate(PROMPTS, sampling)
+    assert small.last_stats["preemptions"] > 0
+    assert [c.token_ids for c in out] == [c.token_ids for c in big]
+    torch.testing.assert_close(
+        torch.tensor([c.logprobs for c in out]), torch.tensor([c.logprobs for c in big]), atol=1e-4, rtol=0
+    )
+    assert small.allocator.num_free == small.num_blocks
+    # recomputed prefills cost extra prefill tokens
+    assert small.last_stats["prefill_tokens"] > engine.last_stats["prefill_tokens"]
+
+
+def test_max_num_seqs_limits_the_batch_and_keeps_outputs(hf, engine):
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    narrow = make_engine(hf, max_num_seqs=3)
+    out = narrow.generate(PROMPTS, sampling)
+    assert [c.token_ids for c in out] == [c.token_ids for c in engine.generate(PROMPTS, sampling)]
+    st = narrow.last_stats
+    assert st["decode_batch_sum"] <= 3 * st["decode_steps"]
+
+
+def test_stats(engine):
+    out = engine.generate(PROMPTS[:2], SamplingParams(n=2, temperature=0.0, max_new_tokens=5))
+    st = engine.last_stats
+    assert st["generated_tokens"] == sum(c.num_tokens for c in out) == 20
+    assert st["decode_steps"] == 4 and st["decode_batch_sum"] == 16
+    # step k (k = 1..4) of a prompt of length P attends to P + k tokens, for 2 samples each
+    assert st["decode_context_sum"] == sum(2 * (len(p) + k) for p in PROMPTS[:2] for k in range(1, 5))
+    assert st["prefill_s"] > 0 and st["decode_s"] > 0 and st["tokens_per_s"] > 0
+
+
+def test_load_weights_in_place_changes_outputs():
+    first, second = tiny_hf("llama", seed=0), tiny_hf("llama", seed=1)
+    engine = make_engine(first)
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=8)
+    ptrs = [p.data_ptr() for p in engine.model.parameters()]
+    state = second.state_dict()
+    state.pop("lm_head.weight", None)  # the tied alias may be absent
+    engine.load_weights(state)
+    assert [p.data_ptr() for p in engine.model.parameters()] == ptrs
+    out = engine.generate(PROMPTS, sampling)
+    assert [c.token_ids for c in out] == [hf_greedy(second, p, 8) for p in PROMPTS]
+    assert [c.token_ids for c in out] != [hf_greedy(first, p, 8) for p in PROMPTS]
+    with pytest.raises(KeyError, match="not model keys: \\['model.bogus'\\]"):
+        engine.load_weights(state | {"model.bogus": torch.zeros(1)})
+    partial = dict(state)
+    partial.pop("model.layers.1.mlp.up_proj.weight")
+    with pytest.raises(KeyError, match="missing: \\['model.layers.1.mlp.up_proj.weight'\\]"):
+        engine.load_weights(partial)
+    with pytest.raises(ValueError, match="model.norm.weight"):
+        engine.load_weights(state | {"model.norm.weight": torch.zeros(3)})
+
+
+def test_untied_model_needs_its_lm_head():
+    hf = tiny_hf("qwen2")
+    engine = make_engine(hf)
+    state = hf.state_dict()
+    state.pop("lm_head.weight")
+    with pytest.raises(KeyError, match="lm_head.weight"):
+        engine.load_weights(state)
+
+
+def test_release_and_resume_memory(hf, engine):
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    before = engine.generate(PROMPTS, sampling)
+    engine.release_memory()
+    assert engine.cache is None and all(layer.self_attn.k_cache is None for layer in engine.model.layers)
+    after = engine.generate(PROMPTS, sampling)  # resumes by itself
+    assert engine.cache is not None
+    assert [c.token_ids for c in after] == [c.token_ids for c in before]
+
+
+def test_limits_are_clear_errors(hf):
+    engine = make_engine(hf, kv_cache_tokens=2 * BLOCK)
+    assert engine.max_model_len == 2 * BLOCK  # capped by the cache
+    with pytest.raises(ValueError, match="cannot fit even alone"):
+        engine.generate([list(range(1, 40))], SamplingParams(max_new_tokens=2))
+    with pytest.raises(ValueError, match="max_model_len=100 does not fit the KV cache"):
+        make_engine(hf, kv_cache_tokens=2 * BLOCK, max_model_len=100)
+    # a sequence that reaches max_model_len ends with "length"
+    out = engine.generate([list(range(1, 30))], SamplingParams(temperature=0.0, max_new_tokens=50))[0]
+    assert len(out.token_ids) == 3 and out.finish_reason == "length"
+    with pytest.raises(ValueError, match="rope type 'yarn'"):
+        tiny_hf_config = tiny_hf("llama").config
+        tiny_hf_config.rope_parameters = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}
+        NativeCausalLM.build(tiny_hf_config, torch.float32, "cpu")
+
+
+def test_build_engine_dispatches_on_the_kind(tmp_path):
+    hf = tiny_hf("llama")
+    hf.save_pretrained(tmp_path)
+    engine = build_engine(EngineConfig(model=str(tmp_path), engine="native", kv_cache_tokens=256))
+    assert isinstance(engine, NativeEngine)
+    out = engine.generate([PROMPTS[0]], SamplingParams(temperature=0.0, max_new_tokens=5))
+    assert out[0].token_ids == hf_greedy(hf, PROMPTS[0], 5)
+    with pytest.raises(ValueError, match="unknown rollout engine 'vllm'"):
+        build_engine(EngineConfig(model=str(tmp_path), engine="vllm"))
+
+
+class EagerGraphs(DecodeGraphs):
+    """DecodeGraphs on CPU: `replay` runs the forward on the static buffer (no capture), so the padding
+    to buckets and the partly refreshed block-table rows of `run` are exercised without CUDA."""
+
+    def __init__(self, forward, max_batch: int, pad_column: torch.Tensor) -> None:
+        self.buckets = batch_buckets(max_batch)
+        self.packed = pad_column[:, None].repeat(1, max_batch).contiguous()
+        self.outputs: dict[int, torch.Tensor] = {}
+        self.replays: list[int] = []
+        outer = self
+
+        class Replay:
+            def __init__(self, bs: int) -> None:
+                self.bs = bs
+
+            def replay(self) -> None:
+                outer.replays.append(self.bs)
+                outer.outputs[self.bs] = forward(outer.packed[:, : self.bs])
+
+        self.graphs = {bs: Replay(bs) for bs in self.buckets}
+        self.calls: list[tuple[int, int]] = []  # (batch, bucket)
+
+    def run(self, packed: torch.Tensor, batch: int) -> torch.Tensor:
+        self.calls.append((batch, packed.shape[1]))
+        return super().run(packed, batch)
+
+
+def test_decode_through_padded_buckets_gives_the_eager_outputs(hf, engine):
+    stop = pick_stops([hf_greedy(hf, p, 10) for p in PROMPTS])
+    sampling = SamplingParams(n=3, temperature=0.0, max_new_tokens=10, stop_token_ids=stop)
+    bucketed = make_engine(hf, max_num_seqs=8)  # 15 sequences, 8 at a time, some stop early
+    bucketed.graphs = EagerGraphs(bucketed._decode_forward, 8, bucketed._pad_column())
+    assert bucketed.graphs.buckets == [1, 2, 4, 8]
+    out = bucketed.generate(PROMPTS, sampling)
+    assert [c.token_ids for c in out] == [c.token_ids for c in engine.generate(PROMPTS, sampling)]
+    calls = bucketed.graphs.calls
+    assert (8, 8) in calls and any(batch < bucket for batch, bucket in calls)  # full and padded batches
+    assert bucketed.graphs.replays == [bucket for _, bucket in calls]

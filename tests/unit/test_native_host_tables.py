@@ -1,0 +1,42 @@
+"""HostBlockTables: the persistent host copy of running sequences' block tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from codefu.rollout.native.host_tables import HostBlockTables
+
+
+@dataclass
+class Seq:
+    seq_id: int
+    block_table: list[int] = field(default_factory=list)
+
+
+def expected(seqs: list[Seq], width: int, fill: int) -> np.ndarray:
+    out = np.full((len(seqs), width), fill, dtype=np.int64)
+    for i, s in enumerate(seqs):
+        out[i, : len(s.block_table)] = s.block_table
+    return out
+
+
+def test_rows_follow_growth_departures_and_rebuilt_tables():
+    tables = HostBlockTables(rows=3, width=6, fill=99)
+    a, b, c = Seq(0, [5]), Seq(1, [7, 8]), Seq(2, [1])
+    for seqs in ([a, b], [b, a]):  # order of the batch does not matter
+        assert (tables.gather(seqs, 2) == expected(seqs, 2, 99)).all()
+    a.block_table.append(9)  # grows by one block
+    assert (tables.gather([a, b], 3) == expected([a, b], 3, 99)).all()
+    # b leaves (finished or preempted): its row goes to c; b comes back later with a rebuilt table
+    assert (tables.gather([a, c], 2) == expected([a, c], 2, 99)).all()
+    b.block_table = [3]
+    c.block_table += [4, 6]
+    got = tables.gather([c, b, a], 6)
+    assert (got == expected([c, b, a], 6, 99)).all()
+    assert len(tables.row_of) == 3 and not tables.free_rows
+    # a table rebuilt while its sequence kept its row (not expected from the scheduler, still handled)
+    a.block_table = [2, 0]
+    assert (tables.gather([a], 6) == expected([a], 6, 99)).all()
+    assert sorted(tables.free_rows) == [r for r in range(3) if r != tables.row_of[0]]
