@@ -43,6 +43,20 @@ class RolloutConfig:
     """Sequences per forward pass of the engine."""
     dtype: str = "float32"
     device: str = "cpu"
+    engine: str = "transformers"
+    """Backend: "transformers" (HF generate) or "native" (paged KV cache, continuous batching, CUDA graphs)"""
+    block_size: int = 16
+    """native: tokens per KV-cache block."""
+    gpu_memory_fraction: float = 0.5
+    """native, GPU: share of the GPU's total memory the engine may fill (weights, activations, KV cache)."""
+    kv_cache_tokens: int = 16384
+    """native, CPU: KV-cache size in tokens."""
+    max_num_seqs: int = 256
+    """native: sequences decoded together at most."""
+    max_model_len: int | None = None
+    """native: prompt + response cap; null: the model's (at most 32768), capped by the KV cache."""
+    cuda_graphs: bool = True
+    """native, GPU: replay CUDA graphs of the decode step (false: eager)."""
 
 
 @dataclass

@@ -1,11 +1,15 @@
 """The Ray actors of a run, placed by the plan, behind a handful of verbs the loop calls.
 
-Every call goes to all ranks of a group (FSDP collectives need every rank) and reads rank 0's answer.
+Every call goes to all ranks of a group (FSDP collectives need every rank) and reads rank 0's answer. The
+actors start in the bundles of one placement group (plan.py: which role goes in which bundle;
+placement.py: the Ray side). Several rollout workers share each `generate` call: whole GRPO groups (all n
+samples of a prompt) per worker.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -14,7 +18,8 @@ import ray
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward
 from codefu.orchestrator.config import RunConfig
-from codefu.orchestrator.plan import check_plan, make_plan
+from codefu.orchestrator.placement import in_bundle, release, rendezvous, reserve
+from codefu.orchestrator.plan import Plan, check_plan, make_plan
 from codefu.rollout.actor import make_rollout_actor
 from codefu.rollout.hf_engine import EngineConfig
 from codefu.rollout.types import Completion, SamplingParams
@@ -57,41 +62,108 @@ class JudgeScorer:
         self.pool.close()
 
 
+def split_groups(n_prompts: int, n_workers: int) -> list[range]:
+    """Contiguous runs of prompts per worker, sizes differing by at most one (the first workers take the
+    extra); workers beyond the prompts get empty runs. Pure: the same on every call."""
+    base, extra = divmod(n_prompts, n_workers)
+    out, start = [], 0
+    for w in range(n_workers):
+        size = base + (1 if w < extra else 0)
+        out.append(range(start, start + size))
+        start += size
+    return out
+
+
+def worker_seed(seed: int | None, worker: int) -> int | None:
+    """Worker w samples with seed + w * 1_000_003: worker 0 draws what a single worker would."""
+    return None if seed is None else seed + worker * 1_000_003
+
+
+class RolloutGroup:
+    """Rollout actors behind one `generate`: prompts are cut into contiguous runs, one per worker (all n
+    samples of a prompt on one worker, so a GRPO group never straddles two), and the completions come back
+    in the order one worker returns them, prompt_index counting over all prompts."""
+
+    def __init__(self, actors: Sequence[Any]):
+        if not actors:
+            raise ValueError("RolloutGroup needs at least one actor")
+        self.actors = list(actors)
+
+    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        work = [(w, run) for w, run in enumerate(split_groups(len(prompts), len(self.actors))) if run]
+        futures = [
+            self.actors[w].generate.remote(
+                prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w))
+            )
+            for w, run in work
+        ]
+        out: list[Completion] = []
+        for (_, run), completions in zip(work, ray.get(futures), strict=True):
+            out += [replace(c, prompt_index=c.prompt_index + run.start) for c in completions]
+        return out
+
+    def load_weights(self, state: Any) -> None:
+        """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once)."""
+        ref = state if isinstance(state, ray.ObjectRef) else ray.put(state)
+        ray.get([a.load_weights.remote(ref) for a in self.actors])
+
+
+def _trainer_group(tcfg: Any, plan: Plan, pg: Any, role: str, options: dict[str, Any]) -> list[Any]:
+    """The ranks of `role` ("trainer" or "reference"), rank r in its bundle, rendezvous on rank 0's node."""
+    slots = plan.slots_of(role)
+    return make_trainer_group(
+        tcfg,
+        len(slots),
+        frozen=role == "reference",
+        num_gpus=slots[0].gpus,
+        num_cpus=slots[0].cpus,
+        per_rank=[in_bundle(pg, s.bundle) for s in slots],
+        init_method=rendezvous(pg, slots[0].bundle),
+        **options,
+    )
+
+
 class Roles:
-    """Trainer ranks, the reference policy (only with a KL term), the rollout engine."""
+    """Trainer ranks, the reference policy (only with a KL term, as many ranks), the rollout workers."""
 
     def __init__(self, cfg: RunConfig):
         kl = cfg.trainer.kl_coef > 0
-        plan = make_plan(cfg.resources, kl_enabled=kl)
-        check_plan(plan, ray.cluster_resources())
+        plan = make_plan(cfg.resources, kl_enabled=kl, sp_degree=cfg.trainer.sp_degree)
+        check_plan(plan, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
+        self.pg = reserve(plan)
         # one temperature for sampling and for the trainer's log-probs (the rollout's convention)
         tcfg = replace(cfg.trainer, temperature=cfg.rollout.temperature)
-        trainer, rollout = plan.need("trainer"), plan.need("rollout")
-        assert trainer is not None and rollout is not None
         # On CPU the phases take turns, so each role may use every core while it runs.
         env = {"runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}}}
         options = env if plan.gpus == 0 else {}
-        self.trainer = make_trainer_group(
-            tcfg, trainer.count, num_gpus=trainer.gpus, num_cpus=trainer.cpus, **options
-        )
-        self.reference = None
-        if kl:
-            ref = plan.need("reference")
-            assert ref is not None
-            self.reference = make_trainer_group(
-                tcfg, 1, frozen=True, num_gpus=ref.gpus, num_cpus=ref.cpus, **options
-            )
+        self.trainer = _trainer_group(tcfg, plan, self.pg, "trainer", options)
+        self.reference = _trainer_group(tcfg, plan, self.pg, "reference", options) if kl else None
+        r = cfg.rollout
         engine = EngineConfig(
             model=cfg.trainer.model,
             gguf_file=cfg.trainer.gguf_file,
-            dtype=cfg.rollout.dtype,
-            device=cfg.rollout.device,
-            batch_size=cfg.rollout.batch_size,
+            dtype=r.dtype,
+            device=r.device,
+            batch_size=r.batch_size,
+            engine=r.engine,
+            block_size=r.block_size,
+            gpu_memory_fraction=r.gpu_memory_fraction,
+            kv_cache_tokens=r.kv_cache_tokens,
+            max_num_seqs=r.max_num_seqs,
+            max_model_len=r.max_model_len,
+            cuda_graphs=r.cuda_graphs,
         )
-        self.rollout = make_rollout_actor(engine, num_cpus=rollout.cpus, num_gpus=rollout.gpus, **options)
+        self.rollout = RolloutGroup(
+            [
+                make_rollout_actor(
+                    engine, num_cpus=s.cpus, num_gpus=s.gpus, **in_bundle(self.pg, s.bundle), **options
+                )
+                for s in plan.slots_of("rollout")
+            ]
+        )
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        return ray.get(self.rollout.generate.remote(prompts, sampling))
+        return self.rollout.generate(prompts, sampling)
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
         group = self.reference if reference else self.trainer
@@ -103,8 +175,11 @@ class Roles:
         return ray.get([a.update.remote(ref) for a in self.trainer])[0]
 
     def sync_weights(self) -> None:
-        state = ray.get([a.state_dict_for_sync.remote() for a in self.trainer])[0]
-        ray.get(self.rollout.load_weights.remote(state))
+        # a collective on every rank; rank 0's full state dict stays in Ray's store (never copied to the
+        # driver) and that one object goes to every rollout worker
+        refs = [a.state_dict_for_sync.remote() for a in self.trainer]
+        ray.get(refs[1:])
+        self.rollout.load_weights(refs[0])
 
     def save(self, root: str, step: int, extra_state: dict[str, Any]) -> str:
         return ray.get([a.save.remote(root, extra_state, step) for a in self.trainer])[0]
@@ -116,5 +191,6 @@ class Roles:
         return ray.get([a.export_hf.remote(path) for a in self.trainer])[0]
 
     def close(self) -> None:
-        for a in [*self.trainer, *(self.reference or []), self.rollout]:
+        for a in [*self.trainer, *(self.reference or []), *self.rollout.actors]:
             ray.kill(a)
+        release(self.pg)

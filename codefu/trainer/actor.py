@@ -61,14 +61,23 @@ def make_trainer_group(
     frozen: bool = False,
     num_gpus: float = 0,
     num_cpus: float = 1,
+    per_rank: list[dict[str, Any]] | None = None,
+    init_method: str | None = None,
     **options: Any,
 ) -> list[Any]:
-    """Start `world_size` TrainerActor ranks (extra `options` go to `.options()`, e.g. a runtime_env). The
-    rendezvous is a free port on the driver's node, so this suits one machine; with several, start rank 0
-    first and use its address (the launcher's job)."""
+    """Start `world_size` TrainerActor ranks (extra `options` go to `.options()`, e.g. a runtime_env;
+    `per_rank[r]` adds rank r's own, e.g. its placement-group bundle). `init_method`: where rank 0 listens;
+    default a free port on the driver's node, which suits one machine (orchestrator.placement.rendezvous
+    gives one on rank 0's node)."""
     import ray
 
-    addr = node_address()
-    init_method = f"tcp://{addr}:{free_port()}"
-    cls = ray.remote(TrainerActor).options(num_cpus=num_cpus, num_gpus=num_gpus, **options)
-    return [cls.remote(cfg, rank, world_size, init_method, frozen) for rank in range(world_size)]
+    if per_rank is not None and len(per_rank) != world_size:
+        raise ValueError(f"per_rank has {len(per_rank)} entries for {world_size} ranks")
+    init_method = init_method or f"tcp://{node_address()}:{free_port()}"
+    cls = ray.remote(TrainerActor)
+    return [
+        cls.options(
+            num_cpus=num_cpus, num_gpus=num_gpus, **options, **(per_rank[rank] if per_rank else {})
+        ).remote(cfg, rank, world_size, init_method, frozen)
+        for rank in range(world_size)
+    ]

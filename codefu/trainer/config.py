@@ -40,6 +40,11 @@ class TrainerConfig:
     """With gradient checkpointing, run the last N decoder layers without it: less recompute, more memory."""
     compile: bool = False
     """torch.compile each decoder layer (before sharding, as torchtitan does): fused kernels, slower start."""
+    sp_degree: int = 1
+    """Ulysses sequence parallelism: ranks sharing each sequence, each holding 1/sp_degree of its tokens
+    (attention all-to-alls over heads). Must divide the number of ranks (data parallel = ranks / sp_degree)
+    and the model's attention heads; kv heads must be divisible by it or divide it (then replicated). For
+    sequences too long for one GPU's activations; FSDP still shards the parameters over every rank."""
 
     # --- optimizer and schedule -------------------------------------------------------------------
     lr: float = 1e-6
@@ -65,7 +70,8 @@ class TrainerConfig:
     for length/reward collapse was a mini-batch at least 4x smaller than the batch."""
     micro_batch_tokens: int = 8192
     """Padded-token budget per micro-batch on one rank (rows x longest row); sequences are packed first-fit
-    by decreasing length. A longer sequence gets a micro-batch of its own."""
+    by decreasing length. A longer sequence gets a micro-batch of its own. With sp_degree > 1 a micro-batch
+    of its sp group may hold sp_degree times as many (each rank holds 1/sp_degree of them)."""
     shuffle: bool = True
     """Permute the batch (seeded by seed, step and epoch: the same on every rank and after a resume) before
     cutting it into mini-batches."""
@@ -104,6 +110,7 @@ class TrainerConfig:
             (self.loss_agg in AGG_MODES, f"loss_agg must be one of {AGG_MODES}"),
             (self.kl_kind in KL_KINDS, f"kl_kind must be one of {KL_KINDS}"),
             (self.ppo_epochs >= 1, "ppo_epochs must be >= 1"),
+            (self.sp_degree >= 1, "sp_degree must be >= 1"),
             (self.mini_batch_size >= 0, "mini_batch_size must be >= 0"),
             (self.micro_batch_tokens >= 1, "micro_batch_tokens must be >= 1"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -73,6 +75,43 @@ def resolve_device(device: str = "auto") -> torch.device:
 def make_mesh(device: torch.device) -> DeviceMesh:
     """A 1-D mesh over every rank of the default group (FSDP shards each parameter over all of them)."""
     return init_device_mesh(device.type, (dist.get_world_size(),))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a rank sits in the (dp, sp) grid: world = dp * sp, rank = dp_rank * sp + sp_rank, so the sp
+    ranks that share sequences are consecutive (one node, where the all-to-all is cheapest)."""
+
+    rank: int
+    world_size: int
+    sp: int = 1
+
+    def __post_init__(self) -> None:
+        if self.sp < 1 or self.world_size % self.sp:
+            raise ValueError(
+                f"trainer.sp_degree={self.sp} must divide the number of trainer ranks ({self.world_size})"
+            )
+
+    @property
+    def dp(self) -> int:
+        return self.world_size // self.sp
+
+    @property
+    def dp_rank(self) -> int:
+        return self.rank // self.sp
+
+    @property
+    def sp_rank(self) -> int:
+        return self.rank % self.sp
+
+
+def sp_group(layout: Layout, device: torch.device) -> Any:
+    """This rank's sequence-parallel process group (a collective: every rank calls it); None for sp == 1.
+    FSDP keeps its own 1-D mesh over all ranks: parameters are sharded over the whole world."""
+    if layout.sp == 1:
+        return None
+    mesh = init_device_mesh(device.type, (layout.dp, layout.sp), mesh_dim_names=("dp", "sp"))
+    return mesh.get_group("sp")
 
 
 def all_reduce(t: Tensor, op: str = "sum") -> Tensor:

@@ -22,6 +22,7 @@ from torch.utils.checkpoint import checkpoint
 from codefu.algo.grpo import entropy_from_logits, token_logprobs_from_logits
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
+from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, token_window
 
 log = logging.getLogger(__name__)
 
@@ -116,14 +117,18 @@ def decoder_layers(lm: nn.Module) -> nn.ModuleList:
 class PolicyModel(nn.Module):
     """Causal LM -> per-token log-probs (and entropy), computing the lm_head in checkpointed chunks.
 
-    `self.lm` is the unmodified transformers model, so state-dict keys are "lm." + the HF names.
+    `self.lm` is the unmodified transformers model, so state-dict keys are "lm." + the HF names. With
+    sequence parallelism (`shard.size > 1`) each rank runs its slice of the token positions.
     """
 
-    def __init__(self, lm: nn.Module, chunk_tokens: int = 1024, temperature: float = 1.0):
+    def __init__(
+        self, lm: nn.Module, chunk_tokens: int = 1024, temperature: float = 1.0, shard: SeqShard | None = None
+    ):
         super().__init__()
         self.lm = lm
         self.chunk_tokens = chunk_tokens
         self.temperature = temperature
+        self.shard = shard or SeqShard()
 
     def _head(self, hidden: Tensor, targets: Tensor, with_entropy: bool) -> tuple[Tensor, Tensor]:
         """hidden (b, c, H), targets (b, c) -> fp32 log-probs (b, c) and entropy (b, c) (0 if not asked)."""
@@ -139,27 +144,41 @@ class PolicyModel(nn.Module):
     def forward(
         self, input_ids: Tensor, attention_mask: Tensor, response_mask: Tensor, with_entropy: bool = False
     ) -> tuple[Tensor, Tensor]:
-        """input_ids, attention_mask, response_mask (b, T) -> (logprobs (b, T), entropy (b, T)), fp32.
+        """input_ids, attention_mask, response_mask (b, T), whole rows on every rank -> (logprobs, entropy),
+        fp32, each (b, e - s) for this rank's positions [s, e) = self.shard.bounds(T) ([0, T) without
+        sequence parallelism).
 
-        Column t holds log p(input_ids[:, t] | input_ids[:, :t]) (column 0 is 0). Only the span of columns
-        where some row has a response token is computed (the rest is 0): prompts cost no lm_head.
+        Column j holds log p(input_ids[:, s+j+1] | input_ids[:, :s+j+1]): the batch's log-prob column s+1+j,
+        so `token_window(x, s + 1, e + 1)` cuts any (b, T) batch tensor to match (the last position predicts
+        nothing: 0). Only the span of positions predicting response tokens is computed (the rest is 0):
+        prompts cost no lm_head.
         """
         b, T = input_ids.shape
-        if bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
-            # right padding only: under the causal mask no real token attends to a pad, so the padding
-            # mask changes nothing real, and without it SDPA runs its fused causal kernel instead of
-            # materializing a (b, 1, T, T) mask (on CPU, the difference between flash and math attention)
-            attention_mask = None
+        right_padded = bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all())
+        start, end = self.shard.bounds(T)
+        # Right padding only: under the causal mask no real token attends to a pad, so the padding mask
+        # changes nothing real, and without it SDPA runs its fused causal kernel instead of materializing a
+        # (b, 1, T, T) mask (on CPU, the difference between flash and math attention).
+        kwargs: dict[str, Any] = {}
+        if self.shard.size > 1:
+            if not right_padded:
+                raise ValueError("sequence parallelism needs right-padded rows (attention_mask: 1s, then 0s)")
+            # global positions for the rotary embedding; the Ulysses attention is causal over the full rows
+            kwargs["position_ids"] = torch.arange(start, end, device=input_ids.device)[None].expand(b, -1)
+        elif not right_padded:
+            kwargs["attention_mask"] = attention_mask
         hidden = self.lm.get_decoder()(
-            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
-        ).last_hidden_state  # (b, T, H), after the final norm
-        cols = response_mask[:, 1:].any(0).nonzero().flatten()  # prediction columns p: hidden[p] -> ids[p+1]
-        start, end = (int(cols[0]), int(cols[-1]) + 1) if len(cols) else (T - 2, T - 1)
+            input_ids=token_window(input_ids, start, end), use_cache=False, **kwargs
+        ).last_hidden_state  # (b, e - s, H), after the final norm
+        targets = token_window(input_ids, start + 1, end + 1)  # position p predicts token p + 1
+        cols = token_window(response_mask, start + 1, end + 1).any(0).nonzero().flatten()
+        # no response token here: one position anyway, so every rank uses the lm_head (FSDP's hooks)
+        lo, hi = (int(cols[0]), int(cols[-1]) + 1) if len(cols) else (0, 1)
         step = max(1, self.chunk_tokens // b)
         lps, ents = [], []
-        for s in range(start, end, step):
-            e = min(s + step, end)
-            args = (hidden[:, s:e], input_ids[:, s + 1 : e + 1], with_entropy)
+        for s in range(lo, hi, step):
+            e = min(s + step, hi)
+            args = (hidden[:, s:e], targets[:, s:e], with_entropy)
             # checkpointed: only the (b, c, H) slice is kept; the chunk's logits are recomputed in backward
             lp, ent = (
                 checkpoint(self._head, *args, use_reentrant=False)
@@ -168,7 +187,7 @@ class PolicyModel(nn.Module):
             )
             lps.append(lp)
             ents.append(ent)
-        pad = (start + 1, T - 1 - end)  # columns 0..start and end+1..T-1
+        pad = (lo, end - start - hi)
         return F.pad(torch.cat(lps, 1), pad), F.pad(torch.cat(ents, 1), pad)
 
 
@@ -193,10 +212,17 @@ def shard_model(model: PolicyModel, cfg: TrainerConfig, device: torch.device) ->
 
 
 def prepare_model(
-    lm: nn.Module, cfg: TrainerConfig, device: torch.device, frozen: bool = False
+    lm: nn.Module,
+    cfg: TrainerConfig,
+    device: torch.device,
+    frozen: bool = False,
+    shard: SeqShard | None = None,
 ) -> PolicyModel:
-    """Wrap, enable gradient checkpointing (trainable models only), and shard."""
+    """Wrap, switch to Ulysses attention (sequence parallelism), enable gradient checkpointing (trainable
+    models only), and shard."""
     lm.config.use_cache = False
+    if shard is not None:
+        enable_sequence_parallel(lm, decoder_layers(lm), shard)
     if cfg.gradient_checkpointing and not frozen:
         # newer transformers renamed gradient_checkpointing_enable (the old name warns)
         if hasattr(lm, "activation_checkpointing_enable"):
@@ -209,5 +235,5 @@ def prepare_model(
                 layer.gradient_checkpointing = False
     if frozen:
         lm.requires_grad_(False)
-    model = PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature)
+    model = PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature, shard)
     return shard_model(model, cfg, device)

@@ -3,7 +3,8 @@
 A plain class: build it in any process whose default process group is up (`init_distributed`); the Ray
 actor in actor.py only forwards calls. Every rank gets the same whole `Batch` and takes its own rows
 (batch.py), so the only communication is FSDP's own, one all-reduce of the log-probs in
-`compute_logprobs`, and small metric/gradient-norm all-reduces in `update`.
+`compute_logprobs`, small metric/gradient-norm all-reduces in `update`, and, with sequence parallelism
+(`sp_degree` > 1, sequence_parallel.py), the attention all-to-alls inside each sp group.
 
 The update does not depend on how a mini-batch is split over ranks and micro-batches: every micro-batch's
 loss is divided by the whole mini-batch's count (tokens for token-mean, sequences for the seq-mean modes),
@@ -29,8 +30,9 @@ from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
 from codefu.trainer.config import TrainerConfig
-from codefu.trainer.distributed import all_reduce, init_distributed, resolve_device
+from codefu.trainer.distributed import Layout, all_reduce, init_distributed, resolve_device, sp_group
 from codefu.trainer.model import compute_dtype, load_model, prepare_model
+from codefu.trainer.sequence_parallel import SeqShard, token_window
 
 # policy_loss metrics averaged over valid tokens (weighted by each micro-batch's valid tokens)
 _TOKEN_MEAN_METRICS = ("clip_frac", "approx_kl", "ratio_mean")
@@ -67,12 +69,15 @@ class TrainerWorker:
         self.frozen = frozen
         self.device = resolve_device(cfg.device)
         self.rank, self.world_size = init_distributed(device=cfg.device)
+        # (dp, sp) grid: the sp ranks of one group train the same rows, each on its slice of the tokens
+        self.layout = Layout(self.rank, self.world_size, cfg.sp_degree)
+        self.shard = SeqShard(self.layout.sp_rank, self.layout.sp, sp_group(self.layout, self.device))
         torch.manual_seed(cfg.seed)
         if model is None:
             model, tokenizer = load_model(cfg)
         self.tokenizer = tokenizer
         self.hf_config = model.config
-        self.model = prepare_model(model, cfg, self.device, frozen=frozen)
+        self.model = prepare_model(model, cfg, self.device, frozen=frozen, shard=self.shard)
         self.step = 0  # optimizer steps taken
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
@@ -89,22 +94,34 @@ class TrainerWorker:
                 fused=True,
             )
             self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
-        # Dr. GRPO's constant-length mode is seq-mean-token-sum with the normalizer multiplied by L
-        self._agg = "seq-mean-token-sum" if cfg.loss_agg == "seq-mean-token-sum-norm" else cfg.loss_agg
+        # Dr. GRPO's constant-length mode is seq-mean-token-sum with the normalizer multiplied by L;
+        # seq-mean-token-mean is seq-mean-token-sum over tokens weighted 1 / (their row's response tokens),
+        # counted over the whole row: with sequence parallelism a rank sees only part of each row
+        sums = ("seq-mean-token-sum-norm", "seq-mean-token-mean")
+        self._agg = "seq-mean-token-sum" if cfg.loss_agg in sums else cfg.loss_agg
 
     # ------------------------------------------------------------------------------------------------
     # the split of a batch into ranks and micro-batches (pure, identical on every rank)
 
     def _my_micro_batches(self, rows: list[int], lengths: list[int]) -> tuple[list[list[int]], int]:
-        """This rank's micro-batches (lists of batch rows) and the number every rank must run (the max)."""
+        """This rank's micro-batches (lists of batch rows) and the number every rank must run (the max).
+
+        Rows are dealt to the dp groups; the sp ranks of a group get the same micro-batches, whose padded
+        size may be sp times the per-rank budget (each rank holds 1/sp of it)."""
+        dp, me = self.layout.dp, self.layout.dp_rank
+        budget = self.cfg.micro_batch_tokens * self.layout.sp
         sub = [lengths[i] for i in rows]
-        parts = split_across_ranks(sub, self.world_size)
-        packed = [pack_micro_batches([sub[j] for j in p], self.cfg.micro_batch_tokens) for p in parts]
-        mine = [[rows[parts[self.rank][k]] for k in mb] for mb in packed[self.rank]]
+        parts = split_across_ranks(sub, dp)
+        packed = [pack_micro_batches([sub[j] for j in p], budget) for p in parts]
+        mine = [[rows[parts[me][k]] for k in mb] for mb in packed[me]]
         return mine, max(1, max(len(p) for p in packed))
 
-    def _forward(self, mb: Batch, with_entropy: bool) -> tuple[Tensor, Tensor]:
-        return self.model(mb.input_ids, mb.attention_mask.long(), mb.response_mask, with_entropy=with_entropy)
+    def _forward(self, mb: Batch, with_entropy: bool) -> tuple[Tensor, Tensor, tuple[int, int]]:
+        """(log-probs, entropy) of this rank's token slice of `mb`, and the batch columns [lo, hi) they are
+        (PolicyModel.forward): cut batch tensors with `token_window(x, lo, hi)`."""
+        lp, ent = self.model(mb.input_ids, mb.attention_mask.long(), mb.response_mask, with_entropy)
+        start, end = self.shard.bounds(mb.input_ids.shape[1])
+        return lp, ent, (start + 1, end + 1)
 
     # ------------------------------------------------------------------------------------------------
     # verbs
@@ -115,17 +132,19 @@ class TrainerWorker:
         0 outside `response_mask`. Every rank computes its rows; the result is all-reduced to every rank."""
         self.model.eval()
         B, T = batch.input_ids.shape
-        out = torch.zeros(B, T, dtype=torch.float32, device=self.device)
+        # room past T for the padding of the last sp rank's slice (cut off at the end)
+        out = torch.zeros(B, T + self.layout.sp + 1, dtype=torch.float32, device=self.device)
         rows = list(range(B))
         mine, n_micro = self._my_micro_batches(rows, batch.lengths().tolist())
         for i in range(n_micro):
             mb_rows = mine[i] if i < len(mine) else [0]
             mb = batch.select(mb_rows, self.device)
-            lp, _ = self._forward(mb, with_entropy=False)
+            lp, _, (lo, hi) = self._forward(mb, with_entropy=False)
             if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
-                out[mb_rows, : lp.shape[1]] = lp * mb.response_mask.to(lp.dtype)
+                out[mb_rows, lo:hi] = lp * token_window(mb.response_mask, lo, hi).to(lp.dtype)
         self.model.reshard()  # the root stays gathered after a no-grad forward; free it (and never go stale)
-        return all_reduce(out).cpu()
+        # dp groups hold different rows, sp ranks different columns: the sum assembles the whole batch
+        return all_reduce(out)[:, :T].cpu()
 
     def update(self, batch: Batch) -> dict[str, float]:
         """PPO epochs over mini-batches of `cfg.mini_batch_size` sequences; one optimizer step each.
@@ -194,12 +213,15 @@ class TrainerWorker:
                 if i < len(mine)
                 else batch.select(rows[:1], self.device).zero_weight()
             )
-            lp, ent = self._forward(mb, with_entropy=True)
-            mask = mb.response_mask.to(lp.dtype)
+            lp, ent, (lo, hi) = self._forward(mb, with_entropy=True)
+            mask = token_window(mb.response_mask, lo, hi).to(lp.dtype)
+            if cfg.loss_agg == "seq-mean-token-mean":
+                mask = mask / mb.response_mask.sum(-1, keepdim=True).clamp(min=1).to(lp.dtype)
+            adv = mb.advantages if mb.advantages.dim() == 1 else token_window(mb.advantages, lo, hi)
             pg, m = policy_loss(
                 lp,
-                mb.old_logprobs.to(lp),
-                mb.advantages.to(lp),
+                token_window(mb.old_logprobs, lo, hi).to(lp),
+                adv.to(lp),
                 mask,
                 cfg.clip_low,
                 cfg.clip_high,
@@ -212,10 +234,15 @@ class TrainerWorker:
             kl = torch.zeros(())
             if cfg.kl_coef > 0:
                 kl = aggregate_loss(
-                    kl_penalty(lp, mb.ref_logprobs.to(lp), cfg.kl_kind), mask, self._agg, normalizer
+                    kl_penalty(lp, token_window(mb.ref_logprobs, lo, hi).to(lp), cfg.kl_kind),
+                    mask,
+                    self._agg,
+                    normalizer,
                 )
                 loss = loss + cfg.kl_coef * kl
-            # FSDP averages gradients over ranks; the normalizer already divides by the global count
+            # FSDP averages gradients over all ranks; the normalizer already divides by the global count, and
+            # each rank's loss covers only its rows and (with sp) its token slice: the ranks' losses add up to
+            # the mini-batch loss, so the summed gradient is the 1-rank gradient
             (loss * self.world_size).backward()
             n_tok = m["valid_tokens"]
             acc += torch.tensor(

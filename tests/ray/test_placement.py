@@ -1,0 +1,85 @@
+"""The plan's placement group on a local CPU Ray cluster (the same code path as on GPUs, with CPU bundles):
+every actor starts in its bundle, trainer ranks rendezvous on rank 0's node, two rollout workers share
+`generate`, the reference runs as many ranks as the policy, and a short run trains through all of it."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import ray
+from ray.util import placement_group_table
+
+from codefu.observability.sinks import JsonlSink, read_metrics
+from codefu.orchestrator import loop
+from codefu.orchestrator.placement import reserve
+from codefu.orchestrator.plan import Bundle, Plan, ResourcesConfig, make_plan
+from codefu.orchestrator.roles import Roles
+from codefu.rollout.tiny import tiny_tokenizer
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
+
+# 2 ranks (+ 2 reference ranks) and 2 rollout workers in 2 bundles of 0.75 CPU: fits the 2-CPU test cluster
+RESOURCES = ResourcesConfig(
+    trainer_ranks=2, cpus_per_rank=0.25, rollout_workers=2, cpus_per_rollout_worker=0.25, judge_cpus=0
+)
+
+
+def config(tmp_path: Path, steps: int = 2):
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps)
+    return replace(cfg, resources=RESOURCES, trainer=replace(cfg.trainer, kl_coef=0.01))
+
+
+def bundle_cpus_free(pg) -> list[float]:
+    free = ray.available_resources()
+    return [free.get(f"CPU_group_{i}_{pg.id.hex()}", 0.0) for i in range(len(pg.bundle_specs))]
+
+
+def test_a_short_run_trains_through_the_placement_group(local_ray, tmp_path, monkeypatch):
+    cfg = config(tmp_path)
+    plan = make_plan(cfg.resources, kl_enabled=True)
+    assert [b.resources() for b in plan.bundles] == [{"CPU": 0.75}] * 2
+    seen: dict = {"generate": []}
+
+    class CheckedRoles(Roles):
+        """Roles as the loop builds them, looked at once every actor is up and at every generate."""
+
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            ray.get([a.step.remote() for a in [*self.trainer, *self.reference]])  # all ranks up: rendezvous
+            seen["pg"], seen["table"] = self.pg, placement_group_table(self.pg)
+            seen["free"] = bundle_cpus_free(self.pg)
+            seen["sizes"] = (len(self.trainer), len(self.reference), len(self.rollout.actors))
+
+        def generate(self, prompts, sampling):
+            got = super().generate(prompts, sampling)
+            seen["generate"].append(
+                [(c.prompt_index, c.sample_index) for c in got]
+                == [(p, s) for p in range(len(prompts)) for s in range(sampling.n)]
+            )
+            return got
+
+    monkeypatch.setattr(loop, "Roles", CheckedRoles)
+    run_dir = tmp_path / "run"
+    loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(r["loss/kl"] >= 0 and r["optim/steps"] >= 1 for r in rows)
+    assert seen["sizes"] == (2, 2, 2)  # the reference has as many ranks as the policy
+    table = seen["table"]
+    assert table["state"] == "CREATED" and table["strategy"] == "PACK" and len(table["bundles"]) == 2
+    # each bundle is used up by its rank, reference rank and rollout worker: they run inside it
+    assert seen["free"] == pytest.approx([0.0, 0.0])
+    assert seen["generate"] == [True, True]  # 2 workers, each step: complete and in order
+    assert placement_group_table(seen["pg"])["state"] == "REMOVED"  # released with the roles
+
+
+def test_an_unreservable_group_fails_with_what_it_asked_for(local_ray):
+    plan = Plan(roles=(), bundles=(Bundle(cpus=64, gpus=0),))
+    with pytest.raises(
+        Exception, match=r"could not reserve the placement group within 1 s \(bundles 0: 64 CPUs"
+    ):
+        reserve(plan, timeout_s=1)
