@@ -107,6 +107,13 @@ class RolloutGroup:
         ref = state if isinstance(state, ray.ObjectRef) else ray.put(state)
         ray.get([a.load_weights.remote(ref) for a in self.actors])
 
+    def load_shared_weights(self, shared: Sequence[Any]) -> None:
+        """Worker w loads what the trainer rank on its GPU shared (`shared[w]`)."""
+        ray.get([a.load_shared_weights.remote(shared[w]) for w, a in enumerate(self.actors)])
+
+    def release_memory(self) -> None:
+        ray.get([a.release_memory.remote() for a in self.actors])
+
 
 def _trainer_group(tcfg: Any, plan: Plan, pg: Any, role: str, options: dict[str, Any]) -> list[Any]:
     """The ranks of `role` ("trainer" or "reference"), rank r in its bundle, rendezvous on rank 0's node."""
@@ -136,6 +143,8 @@ class Roles:
         # On CPU the phases take turns, so each role may use every core while it runs.
         env = {"runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}}}
         options = env if plan.gpus == 0 else {}
+        # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
+        self.colocated = cfg.resources.colocate and plan.gpus > 0
         self.trainer = _trainer_group(tcfg, plan, self.pg, "trainer", options)
         self.reference = _trainer_group(tcfg, plan, self.pg, "reference", options) if kl else None
         r = cfg.rollout
@@ -163,7 +172,10 @@ class Roles:
         )
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        return self.rollout.generate(prompts, sampling)
+        completions = self.rollout.generate(prompts, sampling)
+        if self.colocated:
+            self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
+        return completions
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
         group = self.reference if reference else self.trainer
@@ -175,6 +187,12 @@ class Roles:
         return ray.get([a.update.remote(ref) for a in self.trainer])[0]
 
     def sync_weights(self) -> None:
+        if self.colocated:
+            # rollout worker w shares trainer rank w's GPU (its bundle): in place, through CUDA IPC
+            shared = ray.get([a.share_weights.remote() for a in self.trainer])
+            self.rollout.load_shared_weights(shared)
+            ray.get([a.drop_shared_weights.remote() for a in self.trainer])
+            return
         # a collective on every rank; rank 0's full state dict stays in Ray's store (never copied to the
         # driver) and that one object goes to every rollout worker
         refs = [a.state_dict_for_sync.remote() for a in self.trainer]

@@ -17,12 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+import torch
 from torch import Tensor
 
 from codefu.rollout.engine import RolloutEngine
 from codefu.rollout.hf_engine import EngineConfig, TransformersEngine
 from codefu.rollout.native import NativeEngine
 from codefu.rollout.types import Completion, SamplingParams
+from codefu.trainer.weight_sync import SharedWeights
 
 EngineSpec = EngineConfig | Callable[[], RolloutEngine]
 
@@ -49,6 +51,19 @@ class RolloutWorker:
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
         self.engine.load_weights(state)
+
+    def load_shared_weights(self, shared: SharedWeights) -> None:
+        """Weights lent by a trainer rank on the same GPU (CUDA IPC): mapped, copied in place, unmapped."""
+        self.engine.load_weights(shared.open())
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()  # the copies are done before the trainer may free its buffer
+
+    def release_memory(self) -> None:
+        """Free what the engine can give back between rollouts (the native engine's KV cache and CUDA
+        graphs) for a trainer on the same GPU; its next `generate` takes it again. Other engines: no-op."""
+        release = getattr(self.engine, "release_memory", None)
+        if release is not None:
+            release()
 
     def ping(self) -> dict[str, Any]:
         """Alive check: host, pid and the engine's class."""

@@ -36,6 +36,12 @@ class TrainerActor:
     def state_dict_for_sync(self, to_cpu: bool = True) -> dict[str, Any]:
         return self.worker.state_dict_for_sync(to_cpu=to_cpu)
 
+    def share_weights(self) -> Any:
+        return self.worker.share_weights()
+
+    def drop_shared_weights(self) -> None:
+        self.worker.drop_shared_weights()
+
     def save(self, root: str, extra_state: dict[str, Any] | None = None, name_step: int | None = None) -> str:
         return self.worker.save(root, extra_state, name_step)
 

@@ -33,6 +33,7 @@ from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import Layout, all_reduce, init_distributed, resolve_device, sp_group
 from codefu.trainer.model import compute_dtype, load_model, prepare_model
 from codefu.trainer.sequence_parallel import SeqShard, token_window
+from codefu.trainer.weight_sync import PackedWeights, SharedWeights, pack_weights
 
 # policy_loss metrics averaged over valid tokens (weighted by each micro-batch's valid tokens)
 _TOKEN_MEAN_METRICS = ("clip_frac", "approx_kl", "ratio_mean")
@@ -79,6 +80,7 @@ class TrainerWorker:
         self.hf_config = model.config
         self.model = prepare_model(model, cfg, self.device, frozen=frozen, shard=self.shard)
         self.step = 0  # optimizer steps taken
+        self._shared: PackedWeights | None = None  # weights lent to a colocated engine (share_weights)
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         if not frozen:
@@ -303,6 +305,20 @@ class TrainerWorker:
         sd = get_model_state_dict(self.model, options=opts)
         dtype = dtype or compute_dtype(self.cfg, self.device)
         return {k.removeprefix("lm."): v.to(dtype) for k, v in sd.items()}
+
+    @torch.no_grad()
+    def share_weights(self, dtype: torch.dtype | None = None) -> SharedWeights:
+        """The full weights (HF names, `dtype`, default the compute dtype) packed into ONE buffer on this
+        rank's device, shared with an engine on the same GPU through CUDA IPC (see weight_sync.py): no
+        copy through the CPU. A collective: call on every rank. The buffer lives until
+        `drop_shared_weights` (call it once the engines have loaded)."""
+        dtype = dtype or compute_dtype(self.cfg, self.device)
+        named = [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()]
+        self._shared = pack_weights(named, dtype, self.device)
+        return self._shared.share()
+
+    def drop_shared_weights(self) -> None:
+        self._shared = None
 
     def save(
         self, root: str | Path, extra_state: dict[str, Any] | None = None, name_step: int | None = None

@@ -1,0 +1,121 @@
+"""Benchmark the trainer -> rollout weight sync on one GPU: CUDA IPC (in place) vs Ray's object store.
+
+    python bench/weight_sync.py --model qwen2.5-7b           # one GPU, ~3 minutes (a 7B model is saved)
+    python bench/weight_sync.py --model tiny --check          # also checks the engine's outputs afterwards
+
+A frozen trainer rank (FSDP2, fp32 master weights) and a native rollout engine (bf16) share one GPU as two
+Ray actors, as in colocated training. One IPC sync = `share_weights` (pack the full weights in bf16 into one
+buffer on the trainer's GPU, hand out its CUDA IPC handle) + the engine's `load_shared_weights` (map, copy
+in place) + `drop_shared_weights`, each timed from the driver. The object-store path is what a split
+placement uses: `state_dict_for_sync` (GPU -> CPU) and the engine's `load_weights` (CPU -> GPU).
+--check: the engine starts from OTHER random weights; after one IPC sync its greedy output must equal that
+of an engine built from the trainer's weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.train_step import MODELS  # noqa: E402
+
+
+def save_random(out: Path, name: str, seed: int) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from codefu.rollout.tiny import tiny_tokenizer
+
+    spec = dict(MODELS[name])
+    config = AutoConfig.for_model(spec.pop("model_type"), **spec)
+    torch.manual_seed(seed)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model.save_pretrained(out)
+    tiny_tokenizer().save_pretrained(out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="qwen2.5-7b", choices=sorted(MODELS))
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--store-repeats", type=int, default=1)
+    p.add_argument("--check", action="store_true")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args()
+
+    import ray
+
+    from codefu.rollout.actor import make_rollout_actor
+    from codefu.rollout.hf_engine import EngineConfig
+    from codefu.rollout.types import SamplingParams
+    from codefu.trainer.actor import make_trainer_group
+    from codefu.trainer.config import TrainerConfig
+
+    tmp = Path(tempfile.mkdtemp())
+    t = time.perf_counter()
+    save_random(tmp / "trainer", args.model, seed=0)
+    if args.check:
+        save_random(tmp / "engine", args.model, seed=1)
+    print(f"saved random {args.model} in {time.perf_counter() - t:.0f} s", flush=True)
+
+    ray.init(num_gpus=1, include_dashboard=False, log_to_driver=True)
+    tcfg = TrainerConfig(model=str(tmp / "trainer"), device="cuda", dtype="bfloat16", seed=0)
+    (trainer,) = make_trainer_group(tcfg, 1, frozen=True, num_gpus=0.5)
+
+    def engine_actor(path: Path, fraction: float):
+        # the fraction counts everything in use on the GPU (the trainer, other engines): see EngineConfig
+        cfg = EngineConfig(model=str(path), engine="native", dtype="bfloat16", device="cuda",
+                           gpu_memory_fraction=fraction, max_model_len=2048, max_num_seqs=16)  # fmt: skip
+        return make_rollout_actor(cfg, num_gpus=0.25)
+
+    rollout = engine_actor(tmp / ("engine" if args.check else "trainer"), 0.3 if args.check else 0.6)
+    ray.get([trainer.step.remote(), rollout.ping.remote()])
+
+    def ipc_sync() -> dict[str, float]:
+        t0 = time.perf_counter()
+        shared = ray.get(trainer.share_weights.remote())
+        t1 = time.perf_counter()
+        ray.get(rollout.load_shared_weights.remote(shared))
+        t2 = time.perf_counter()
+        ray.get(trainer.drop_shared_weights.remote())
+        t3 = time.perf_counter()
+        return {"share_s": t1 - t0, "load_s": t2 - t1, "drop_s": t3 - t2, "total_s": t3 - t0}
+
+    ipc = [ipc_sync() for _ in range(args.repeats)]  # the first one maps the buffer for the first time
+    store = []
+    for _ in range(args.store_repeats):
+        t0 = time.perf_counter()
+        ray.get(rollout.load_weights.remote(trainer.state_dict_for_sync.remote()))
+        store.append(time.perf_counter() - t0)
+    result = {"model": args.model, "ipc": ipc, "object_store_s": store}
+    for i, r in enumerate(ipc):
+        print(f"ipc sync {i}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
+    print(f"object store sync: {', '.join(f'{s:.2f} s' for s in store)}", flush=True)
+
+    if args.check:
+        ray.get(trainer.drop_shared_weights.remote())
+        ipc_sync()
+        reference = engine_actor(tmp / "trainer", 0.6)
+        prompts = [[5, 6, 7, 8], [9, 10, 11]]
+        sampling = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
+        got, want = ray.get(
+            [rollout.generate.remote(prompts, sampling), reference.generate.remote(prompts, sampling)]
+        )
+        same = [a.token_ids == b.token_ids for a, b in zip(got, want, strict=True)]
+        print(f"check: greedy outputs after the IPC sync equal the trainer's model: {same}")
+        result["check"] = all(same)
+        if not all(same):
+            sys.exit(1)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
