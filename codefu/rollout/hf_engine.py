@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from codefu.rollout.sampling import _top_k_top_p, sample_from_scores
+from codefu.rollout.sampling import sample_step
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.model import warn_if_slow_on_cpu
 
@@ -79,16 +79,7 @@ class _StepSampler:
         self.logprobs: list[Tensor] = []  # steps x (B,) fp32
 
     def __call__(self, input_ids: Tensor, scores: Tensor) -> Tensor:
-        s = self.sampling
-        logits = scores.float()
-        if s.greedy:
-            scaled = logits
-            token = torch.argmax(logits, dim=-1)
-        else:
-            scaled = logits / s.temperature
-            masked = _top_k_top_p(scaled, s.top_k, s.top_p)
-            token = sample_from_scores(masked, self.generator)
-        logprob = scaled.gather(-1, token[:, None]).squeeze(1) - torch.logsumexp(scaled, dim=-1)
+        token, logprob = sample_step(scores, self.sampling, self.generator)
         self.tokens.append(token)
         self.logprobs.append(logprob)
         out = torch.full_like(scores, float("-inf"))

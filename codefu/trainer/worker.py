@@ -181,6 +181,8 @@ class TrainerWorker:
         metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
         metrics["optim/steps"] = float(self.step)
         metrics["timing/update_s"] = time.perf_counter() - t0
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()  # cached activations back: a colocated engine's KV cache is next
         return metrics
 
     def _order(self, n: int, epoch: int) -> list[int]:

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from codefu.rollout import SamplingParams, TransformersEngine, encode_prompt, logprob_mismatch
-from codefu.rollout.hf_engine import sample_from_scores
 from codefu.rollout.prompts import default_messages, is_prerendered, parse_chatml
+from codefu.rollout.sampling import sample_from_scores
 from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 from codefu.types import Problem
 

@@ -122,13 +122,19 @@ class NativeEngine:
     def _plan_cache_blocks(self) -> int:
         """KV blocks: `kv_cache_tokens` on CPU; on GPU what `gpu_memory_fraction` of the total memory leaves
         after what is in use now (weights, other processes) and the measured peak of a prefill step."""
+        if self.device.type != "cuda":
+            return -(-self.config.kv_cache_tokens // self.block_size)
+        self._activation_peak = self._profile_peak()
+        return self._blocks_that_fit()
+
+    def _blocks_that_fit(self) -> int:
+        """KV blocks that `gpu_memory_fraction` of the GPU's total memory leaves after everything in use now
+        (by every process: a colocated trainer's weights and optimizer state count) and the prefill peak."""
         spec = self.model.spec
         per_block = KVCache.bytes_per_block(
             spec.num_layers, self.block_size, spec.num_kv_heads, spec.head_dim, self.dtype
         )
-        if self.device.type != "cuda":
-            return -(-self.config.kv_cache_tokens // self.block_size)
-        activation = self._profile_peak()
+        activation = self._activation_peak
         free, total = torch.cuda.mem_get_info(self.device)
         budget = total * self.config.gpu_memory_fraction - (total - free) - activation
         blocks = int(budget // per_block) - 1  # one scratch block
@@ -176,9 +182,26 @@ class NativeEngine:
             torch.cuda.empty_cache()
 
     def resume_memory(self) -> None:
-        """Allocate the KV cache again (same size as at build time) and re-capture the CUDA graphs."""
+        """Allocate the KV cache again (the size planned at build time, or less if less fits now) and
+        re-capture the CUDA graphs."""
         if self.cache is not None:
             return
+        if self.device.type == "cuda":
+            # a colocated trainer may hold more now than when the engine was built (optimizer state is
+            # created at its first step): take what fits, never more than planned, instead of an OOM
+            fits = self._blocks_that_fit()
+            if fits < self.num_blocks:
+                if fits * self.block_size < self.max_model_len:
+                    raise RuntimeError(
+                        f"native engine: the KV cache no longer fits one sequence of max_model_len "
+                        f"{self.max_model_len} ({fits} blocks fit now, {self.num_blocks} at build time): "
+                        "something else on this GPU holds more memory; lower max_model_len or the "
+                        "trainer's footprint, or raise gpu_memory_fraction"
+                    )
+                log.warning(
+                    "native engine: KV cache %d -> %d blocks (GPU memory in use grew)", self.num_blocks, fits
+                )
+                self.num_blocks = fits
         spec = self.model.spec
         self.cache = KVCache(
             spec.num_layers,
