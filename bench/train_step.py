@@ -108,6 +108,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-reshard-after-forward", action="store_true")
     p.add_argument("--compile", action="store_true", help="torch.compile each decoder layer")
     p.add_argument("--uncheckpointed-layers", type=int, default=0, help="last N layers without grad ckpt")
+    p.add_argument("--sp-degree", type=int, default=1, help="Ulysses SP: ranks per SP group")
     p.add_argument("--steps", type=int, default=3, help="timed steps")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     p.add_argument("--device", default="auto")
@@ -145,6 +146,7 @@ def main(argv: list[str] | None = None) -> dict:
         weight_decay=0.0,
         micro_batch_tokens=args.micro_batch_tokens or args.seq_len,
         logprob_chunk_tokens=args.logprob_chunk_tokens,
+        sp_degree=args.sp_degree,
     )
     spec = MODELS[args.model]
     torch.manual_seed(0)
@@ -181,6 +183,7 @@ def main(argv: list[str] | None = None) -> dict:
         "seq_len": args.seq_len,
         "seqs_per_step": args.seqs_per_step,
         "micro_batch_tokens": cfg.micro_batch_tokens,
+        "sp_degree": cfg.sp_degree,
         "grad_ckpt": args.grad_ckpt,
         "cpu_offload": args.cpu_offload,
         "master_dtype": args.master_dtype,
