@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from codefu.rollout.native.kv_cache import BlockAllocator
 
 
-@dataclass
+@dataclass(eq=False)  # identity: a generated __eq__ compares every field (prompts!) in `in` / `remove`
 class Sequence:
     """One sample of one prompt: its tokens, what it has produced, and where its K/V live."""
 
@@ -150,14 +150,16 @@ class Scheduler:
     def _reserve_decode_blocks(self) -> None:
         """Each running sequence stores its last token's K/V this step: give it a block for that position,
         preempting the youngest sequences while none is free."""
+        preempted: set[int] = set()  # a set, not `seq in self.running`: O(batch) per step, not O(batch^2)
         for seq in list(self.running):
-            if seq not in self.running:  # preempted below for an older one
+            if seq.seq_id in preempted:  # preempted below for an older one
                 continue
             needed = -(-seq.num_tokens // self.block_size)
             while len(seq.block_table) < needed:
                 if self.allocator.num_free == 0:
                     victim = self.running[-1]
                     self._preempt(victim)
+                    preempted.add(victim.seq_id)
                     if victim is seq:
                         break
                     continue
