@@ -7,6 +7,7 @@ import math
 import os
 import struct
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -163,8 +164,23 @@ def read_wandb_records(path: Path):
 
 
 def read_wandb_history(run_dir: Path) -> list[tuple[dict, dict[str, dict[int, float]]]]:
-    """(config, {key: {step: value}}) of every offline W&B run under run_dir, oldest first."""
+    """(config, {key: {step: value}}) of every offline W&B run under run_dir, oldest first.
+
+    W&B's writer is a separate service process: on a loaded machine a run's file was once still empty
+    right after `finish()` returned (CI, 2026-11-29). Wait, boundedly, until every file holds its run."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return _read_wandb_history(run_dir)
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def _read_wandb_history(run_dir: Path) -> list[tuple[dict, dict[str, dict[int, float]]]]:
     out = []
+    exited = 0
     started = []
     for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
         history: dict[str, dict[int, float]] = {}
@@ -180,8 +196,10 @@ def read_wandb_history(run_dir: Path) -> list[tuple[dict, dict[str, dict[int, fl
             elif kind == "run":
                 config = {i.key: json.loads(i.value_json) for i in rec.run.config.update}
                 started.append(rec.run.start_time.ToNanoseconds())
+            elif kind == "exit":
+                exited += 1
         out.append((config, history))
-    assert len(started) == len(out)
+    assert len(started) == len(out) == exited, "a run file is not complete yet"
     return [o for _, o in sorted(zip(started, out, strict=True), key=lambda t: t[0])]
 
 
