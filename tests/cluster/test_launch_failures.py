@@ -43,7 +43,10 @@ def start_sleeper_cluster(netns_cluster, tmp_path: Path, *extra: str):
         for h in cluster.hosts
     ]
     deadline = time.monotonic() + 180
-    while not started.exists():
+    # the entrypoint runs once the head sees every node, but a loaded machine can fail a worker's `ray
+    # start` after its raylet registered (the launcher then retries the join): wait for the workers' own
+    # word too, so the failures injected next hit a cluster that is really up
+    while not started.exists() or not all("joined the head" in r.output() for r in launched[1:]):
         assert time.monotonic() < deadline, {r.host.name: r.output()[-2000:] for r in launched}
         time.sleep(0.5)
     return cluster, launched
