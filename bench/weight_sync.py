@@ -23,22 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.make_random_model import save_random_model  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 
 
 def save_random(out: Path, name: str, seed: int) -> None:
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
 
-    from codefu.rollout.tiny import tiny_tokenizer
-
-    spec = dict(MODELS[name])
-    config = AutoConfig.for_model(spec.pop("model_type"), **spec)
-    torch.manual_seed(seed)
-    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    model.save_pretrained(out)
-    tiny_tokenizer().save_pretrained(out)
+    save_random_model(out, name, seed, "cuda" if torch.cuda.is_available() else "cpu")
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ contract works without IPC: `share` returns the buffer itself, which Ray pickles
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -40,14 +41,14 @@ class Layout:
         for name, shape in shapes:
             shape = tuple(int(d) for d in shape)
             entries.append((name, shape, offset))
-            offset += _numel(shape)
+            offset += math.prod(shape)
         return cls(tuple(entries), offset)
 
     def views(self, flat: Tensor) -> dict[str, Tensor]:
         """name -> a view of `flat` (no copy)."""
         if flat.numel() != self.numel:
             raise ValueError(f"weight buffer has {flat.numel()} elements, the layout {self.numel}")
-        return {name: flat[o : o + _numel(shape)].view(shape) for name, shape, o in self.entries}
+        return {name: flat[o : o + math.prod(shape)].view(shape) for name, shape, o in self.entries}
 
 
 @dataclass
@@ -96,13 +97,6 @@ def pack_weights(
     for name, t in named:
         views[name].copy_(t.full_tensor() if isinstance(t, DTensor) else t)
     return PackedWeights(flat, layout)
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 __all__ = ["Layout", "PackedWeights", "SharedWeights", "pack_weights"]
