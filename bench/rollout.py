@@ -366,6 +366,12 @@ def describe(r: dict) -> str:
             f"prefill {st['prefill_s']:.1f} s for {st['prefill_tokens']:,.0f} tokens, "
             f"{st['preemptions']:.0f} preemptions"
         )
+        if st.get("decode_wait_s"):
+            host = st["decode_s"] - st["decode_wait_s"]
+            text += (
+                f"\n  decode host work (outside the wait for sampled tokens): {host:.1f} s = "
+                f"{1e3 * host / st['decode_steps']:.2f} ms/step of {1e3 * st['decode_s'] / st['decode_steps']:.2f}"
+            )
     return text
 
 

@@ -180,3 +180,32 @@ def test_load_weights_from_tensors_on_the_same_gpu(hf):
     assert [p.data_ptr() for p in engine.model.parameters()] == ptrs
     out = engine.generate(PROMPTS[:3], SamplingParams(temperature=0.0, max_new_tokens=16))
     assert [c.token_ids for c in out] == [hf_greedy(other, p, 16) for p in PROMPTS[:3]]
+
+
+def test_resume_takes_fewer_blocks_when_the_gpu_filled_meanwhile(hf):
+    """Colocation: a trainer's optimizer state appears after the engine was built. The next resume takes
+    what fits now (fewer blocks, same outputs), and says so clearly when not even one sequence fits."""
+    engine = make_engine(hf, gpu_memory_fraction=fraction_for(0.1), max_model_len=1024)
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=16)
+    before = engine.generate(PROMPTS, sampling)
+    planned = engine.num_blocks
+    cache_bytes = engine.cache.data.numel() * engine.cache.data.element_size()
+    engine.release_memory()
+    hog = torch.empty(cache_bytes // 2, dtype=torch.uint8, device="cuda")  # the trainer's new state
+    after = engine.generate(PROMPTS, sampling)
+    assert planned * 0.3 < engine.num_blocks < planned * 0.7, (planned, engine.num_blocks)
+    assert [c.token_ids for c in after] == [c.token_ids for c in before]
+    engine.release_memory()
+    del hog
+    _, total = torch.cuda.mem_get_info()
+    free, _ = torch.cuda.mem_get_info()
+    # leave less than one max_model_len sequence of KV under the fraction
+    per_block = cache_bytes // (planned + 1)
+    room = int(total * engine.config.gpu_memory_fraction) - (total - free) - engine._activation_peak
+    hog = torch.empty(max(room - per_block * 4, 1), dtype=torch.uint8, device="cuda")
+    with pytest.raises(RuntimeError, match="no longer fits one sequence of max_model_len|no GPU memory left"):
+        engine.generate(PROMPTS, sampling)
+    assert engine.cache is None  # nothing half-allocated
+    del hog
+    torch.cuda.empty_cache()
+    assert [c.token_ids for c in engine.generate(PROMPTS, sampling)] == [c.token_ids for c in before]

@@ -273,7 +273,7 @@ class NativeEngine:
             self.scheduler.add(Group(self._seqs[i * n : (i + 1) * n]))
         self.last_stats = dict.fromkeys(
             ["prefill_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum", "preemptions",
-             "prefill_s", "decode_s", "generated_tokens", "tokens_per_s"],
+             "prefill_s", "decode_s", "decode_wait_s", "generated_tokens", "tokens_per_s"],
             0.0,
         )  # fmt: skip
 
@@ -289,8 +289,11 @@ class NativeEngine:
         else:
             seqs, logits = self._decode(work)
         tokens, logprobs = sample_step(logits, self.sampling, self.generator)
-        # one device-to-host copy per step: the scheduler needs the tokens (ids are exact in float64)
+        # one device-to-host copy per step: the scheduler needs the tokens (ids are exact in float64);
+        # the time spent waiting in it is the device's share of the step, the rest is host work
+        t_wait = time.perf_counter()
         host = torch.stack([tokens.double(), logprobs.double()]).cpu().tolist()
+        wait = time.perf_counter() - t_wait
         for seq, token, logprob in zip(seqs, host[0], host[1], strict=True):
             seq.tokens.append(int(token))
             seq.logprobs.append(logprob)
@@ -298,7 +301,7 @@ class NativeEngine:
                 self.scheduler.finish(seq, "stop")
             elif len(seq.tokens) >= self.sampling.max_new_tokens or seq.num_tokens >= self.max_model_len:
                 self.scheduler.finish(seq, "length")
-        self._account(work, seqs, context, time.perf_counter() - t0)
+        self._account(work, seqs, context, time.perf_counter() - t0, wait)
 
     # ---- internals -------------------------------------------------------------------------------
     def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor]:
@@ -378,7 +381,12 @@ class NativeEngine:
         return column
 
     def _account(
-        self, work: PrefillStep | DecodeStep, seqs: list[Sequence], prefilled: int, seconds: float
+        self,
+        work: PrefillStep | DecodeStep,
+        seqs: list[Sequence],
+        prefilled: int,
+        seconds: float,
+        wait: float,
     ) -> None:
         st = self.last_stats
         st["generated_tokens"] += len(seqs)
@@ -391,6 +399,7 @@ class NativeEngine:
             # each sequence attended to its whole context: its length before the token just appended
             st["decode_context_sum"] += sum(s.num_tokens - 1 for s in seqs)
             st["decode_s"] += seconds
+            st["decode_wait_s"] += wait  # decode_s minus this: host time the device may sit idle
         st["preemptions"] = float(self.scheduler.num_preemptions)
         total = st["prefill_s"] + st["decode_s"]
         st["tokens_per_s"] = st["generated_tokens"] / total if total > 0 else 0.0
