@@ -11,6 +11,7 @@ from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.actor import build_engine
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs, batch_buckets
+from codefu.rollout.native.engine import PENDING
 from codefu.rollout.native.kv_cache import KVCache
 from codefu.rollout.native.model import NativeCausalLM
 
@@ -221,7 +222,7 @@ def test_samples_share_the_prompt_blocks(engine):
                 assert torch.equal(data[:, :, b], data[:, :, lasts[0]])
         else:
             assert all(len(t) == full for t in tables)
-    while not engine.scheduler.done:
+    while not engine.done:
         engine.step()
     assert engine.allocator.num_free == engine.num_blocks
     assert all(r == 0 for r in engine.allocator.refcount)
@@ -241,6 +242,32 @@ def test_a_small_cache_preempts_and_gives_the_same_greedy_outputs(hf, engine):
     assert small.allocator.num_free == small.num_blocks
     # recomputed prefills cost extra prefill tokens
     assert small.last_stats["prefill_tokens"] > engine.last_stats["prefill_tokens"]
+
+
+def test_stop_tokens_with_preemption_and_one_step_lookahead(hf, engine):
+    """The host learns of a stop token one step after it was sampled: by then the sequence may have run one
+    more (discarded) step, reached its length cap, or been preempted. Outputs stay those of a roomy cache,
+    nothing is left waiting, every block comes back."""
+    stop = pick_stops([hf_greedy(hf, p, 30) for p in PROMPTS])
+    sampling = SamplingParams(n=3, temperature=0.0, max_new_tokens=30, stop_token_ids=stop)
+    big = engine.generate(PROMPTS, sampling)
+    assert {c.finish_reason for c in big} == {"stop", "length"}
+    assert all(c.token_ids[-1] in stop for c in big if c.finish_reason == "stop")
+    small = make_engine(hf, kv_cache_tokens=8 * BLOCK)
+    out = small.generate(PROMPTS, sampling)
+    assert small.last_stats["preemptions"] > 0
+    assert [(c.token_ids, c.finish_reason) for c in out] == [(c.token_ids, c.finish_reason) for c in big]
+    assert all(len(c.logprobs) == len(c.token_ids) and PENDING not in c.token_ids for c in out)
+    assert not small.scheduler.waiting and small.allocator.num_free == small.num_blocks
+    assert small.last_stats["generated_tokens"] == sum(c.num_tokens for c in out)
+
+
+def test_a_stop_token_as_the_last_allowed_token_is_a_stop(hf, engine):
+    """Finished for length when launched, then found to be a stop token: the reason is "stop"."""
+    prompt, greedy = next((p, g) for p in PROMPTS if (g := hf_greedy(hf, p, 3))[2] not in g[:2])
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=3, stop_token_ids=(greedy[2],))
+    out = engine.generate([prompt], sampling)
+    assert out[0].token_ids == greedy and out[0].finish_reason == "stop"
 
 
 def test_max_num_seqs_limits_the_batch_and_keeps_outputs(hf, engine):

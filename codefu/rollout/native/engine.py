@@ -10,12 +10,22 @@ One `generate` = add every prompt as a group of n sequences, then `step()` until
 a prefill (newly admitted groups, each prompt run once) or a decode (every running sequence, one token);
 see scheduler.py. Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
 same seed, prompts and engine settings give the same samples. Decode steps replay CUDA graphs on GPU.
+
+The host runs one step ahead of the device: `step()` schedules and launches step t+1, and only then
+waits for step t's sampled tokens and takes them in, so the scheduling and input building of the next
+step overlap the device's work (on a GPU that host work was a fifth of a decode step). Step t+1 reads its
+input tokens from a device buffer that step t's sampler wrote (one slot per running sequence), and each
+sequence holds a placeholder for its token in flight. The price: a sequence that samples a stop token at
+step t runs one extra (discarded) decode at step t+1; outputs are unchanged (the samples of a step depend
+on its batch only through the random draws, so a seed gives the same samples for the same settings).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,8 +46,20 @@ from codefu.trainer.model import warn_if_slow_on_cpu
 log = logging.getLogger(__name__)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PENDING = -1  # a sequence's token still in flight (sampled on the device, not yet read by the host)
 DEFAULT_MAX_MODEL_LEN = 32768  # when the config does not say: the model's own limit, capped here
 MIN_PREFILL_TOKENS = 8192  # token budget of one prefill step (at least max_model_len: no chunked prefill)
+
+
+@dataclass
+class LaunchedStep:
+    """A step whose sampled tokens are on their way to the host."""
+
+    seqs: list[Sequence]
+    indices: list[int]  # where each sequence's token goes in seq.tokens (its placeholder)
+    host: Tensor  # (2, >= len(seqs)) float64: tokens (exact in float64), log-probs; pinned on CUDA
+    ready: torch.cuda.Event | None  # recorded after the copy (None on CPU: the copy was synchronous)
+    is_prefill: bool
 
 
 class NativeEngine:
@@ -75,6 +97,7 @@ class NativeEngine:
         self.model.load_weights(state)
         self.eos_ids = _eos_ids(hf_config, generation_config, tokenizer)
         self.max_prefill_tokens = max(requested, MIN_PREFILL_TOKENS)
+        self._activation_peak: int | None = None  # measured when the cache is sized by the memory budget
         self.num_blocks = self._plan_cache_blocks()
         capacity = self.num_blocks * self.block_size
         if config.max_model_len is not None and config.max_model_len > capacity:
@@ -86,6 +109,17 @@ class NativeEngine:
         self.max_blocks_per_seq = -(-self.max_model_len // self.block_size)
         self.cache: KVCache | None = None
         self.graphs: DecodeGraphs | None = None
+        # the last sampled token of each running sequence, by its slot (its host block-table row); the
+        # extra slot feeds the padded columns of a graph's batch
+        self.last_tokens = torch.zeros(config.max_num_seqs + 1, dtype=torch.long, device=self.device)
+        pin = self.device.type == "cuda"
+        rows = 4 + self.max_blocks_per_seq
+        # two of each, used in turn: a buffer is refilled only after the step that used it has finished
+        batch = config.max_num_seqs
+        self._inputs = [torch.empty(rows, batch, dtype=torch.long, pin_memory=pin) for _ in "ab"]
+        self._outputs = [torch.empty(2, batch, dtype=torch.float64, pin_memory=pin) for _ in "ab"]
+        self._turn = 0
+        self._in_flight: LaunchedStep | None = None
         self.last_stats: dict[str, float] = {}
         self.resume_memory()
         log.info(
@@ -134,7 +168,7 @@ class NativeEngine:
         per_block = KVCache.bytes_per_block(
             spec.num_layers, self.block_size, spec.num_kv_heads, spec.head_dim, self.dtype
         )
-        activation = self._activation_peak
+        activation = self._activation_peak or 0
         free, total = torch.cuda.mem_get_info(self.device)
         budget = total * self.config.gpu_memory_fraction - (total - free) - activation
         blocks = int(budget // per_block) - 1  # one scratch block
@@ -186,7 +220,7 @@ class NativeEngine:
         re-capture the CUDA graphs."""
         if self.cache is not None:
             return
-        if self.device.type == "cuda":
+        if self._activation_peak is not None:
             # a colocated trainer may hold more now than when the engine was built (optimizer state is
             # created at its first step): take what fits, never more than planned, instead of an OOM
             fits = self._blocks_that_fit()
@@ -236,9 +270,9 @@ class NativeEngine:
                 )
         self.resume_memory()
         self.start(prompts, sampling)
-        while not self.scheduler.done:
+        while not self.done:
             self.step()
-        seqs = sorted(self._seqs, key=lambda s: s.seq_id)
+        seqs = self._seqs
         return [
             Completion(
                 prompt_index=s.prompt_index,
@@ -267,6 +301,7 @@ class NativeEngine:
             self.allocator, self.block_size, self.config.max_num_seqs, self.max_prefill_tokens
         )
         self.host_tables = HostBlockTables(self.config.max_num_seqs, self.max_blocks_per_seq, self.num_blocks)
+        self._in_flight = None
         n = sampling.n
         self._seqs = [Sequence(i * n + j, i, j, list(p)) for i, p in enumerate(prompts) for j in range(n)]
         for i in range(len(prompts)):
@@ -277,34 +312,73 @@ class NativeEngine:
             0.0,
         )  # fmt: skip
 
+    @property
+    def done(self) -> bool:
+        """Nothing waiting, running or in flight."""
+        return self.scheduler.done and self._in_flight is None
+
     @torch.no_grad()
     def step(self) -> None:
-        """One scheduler step: prefill or decode, sample, append, finish what is done."""
+        """Schedule and launch the next step (if any), then take in the previous step's tokens."""
         t0 = time.perf_counter()
-        work = self.scheduler.schedule()
-        # tokens attended to / prefilled this step, counted before the new tokens are appended
-        context = sum(len(g.prefix) for g in work.groups) if isinstance(work, PrefillStep) else 0
-        if isinstance(work, PrefillStep):
-            seqs, logits = self._prefill(work)
-        else:
-            seqs, logits = self._decode(work)
-        tokens, logprobs = sample_step(logits, self.sampling, self.generator)
-        # one device-to-host copy per step: the scheduler needs the tokens (ids are exact in float64);
-        # the time spent waiting in it is the device's share of the step, the rest is host work
+        launched = None
+        context = 0
+        if not self.scheduler.done:
+            work = self.scheduler.schedule()
+            if isinstance(work, PrefillStep):  # tokens prefilled, counted before the placeholders
+                context = sum(len(g.prefix) for g in work.groups)
+            launched = self._launch(work)
+        previous, self._in_flight = self._in_flight, launched
         t_wait = time.perf_counter()
-        host = torch.stack([tokens.double(), logprobs.double()]).cpu().tolist()
-        wait = time.perf_counter() - t_wait
-        for seq, token, logprob in zip(seqs, host[0], host[1], strict=True):
-            seq.tokens.append(int(token))
-            seq.logprobs.append(logprob)
-            if int(token) in self.stop_ids:
-                self.scheduler.finish(seq, "stop")
-            elif len(seq.tokens) >= self.sampling.max_new_tokens or seq.num_tokens >= self.max_model_len:
-                self.scheduler.finish(seq, "length")
-        self._account(work, seqs, context, time.perf_counter() - t0, wait)
+        if previous is not None:
+            self._take_in(previous)
+        wait = time.perf_counter() - t_wait  # mostly the device finishing `previous`
+        self._account(launched, previous, context, time.perf_counter() - t0, wait)
 
     # ---- internals -------------------------------------------------------------------------------
-    def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor]:
+    def _launch(self, work: PrefillStep | DecodeStep) -> LaunchedStep:
+        """Run the forward and the sampler (asynchronously on a GPU), start the copy of the tokens to the
+        host, and give each sequence a placeholder; sequences that reach a length limit finish now."""
+        if isinstance(work, PrefillStep):
+            seqs, slots, logits = self._prefill(work)
+        else:
+            seqs, slots, logits = self._decode(work)
+        tokens, logprobs = sample_step(logits, self.sampling, self.generator)
+        self.last_tokens[slots] = tokens  # the next step's inputs, without a trip through the host
+        host = self._outputs[self._turn][:, : len(seqs)]
+        self._turn ^= 1
+        host.copy_(torch.stack([tokens.double(), logprobs.double()]), non_blocking=True)
+        ready = None
+        if self.device.type == "cuda":
+            ready = torch.cuda.Event()
+            ready.record()
+        indices = []
+        for seq in seqs:
+            indices.append(len(seq.tokens))
+            seq.tokens.append(PENDING)
+            seq.logprobs.append(math.nan)
+            if len(seq.tokens) >= self.sampling.max_new_tokens or seq.num_tokens >= self.max_model_len:
+                self.scheduler.finish(seq, "length")
+        return LaunchedStep(seqs, indices, host, ready, isinstance(work, PrefillStep))
+
+    def _take_in(self, step: LaunchedStep) -> None:
+        """Wait for a launched step's tokens; fill the placeholders; finish sequences that stopped."""
+        if step.ready is not None:
+            step.ready.synchronize()
+        tokens, logprobs = step.host.tolist()
+        generated = 0
+        for seq, index, token, logprob in zip(step.seqs, step.indices, tokens, logprobs, strict=True):
+            if index >= len(seq.tokens):  # cut off: the sequence stopped at an earlier token
+                continue
+            token = int(token)
+            seq.tokens[index], seq.logprobs[index] = token, logprob
+            generated += 1
+            if token in self.stop_ids:
+                del seq.tokens[index + 1 :], seq.logprobs[index + 1 :]  # a token launched after the stop
+                self.scheduler.finish(seq, "stop")
+        self.last_stats["generated_tokens"] += generated
+
+    def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor, Tensor]:
         """Run each group's prefix once; every sequence of a group samples from its last position."""
         ids, positions, slots, pad_index, last = [], [], [], [], []
         width = max(len(g.prefix) for g in work.groups)
@@ -316,6 +390,8 @@ class NativeEngine:
             slots += [table[p // bs] * bs + p % bs for p in range(len(prefix))]
             pad_index += range(row * width, row * width + len(prefix))
             last.append(len(ids) - 1)
+        # a preempted sequence waits at least one step, by which time its token in flight was taken in
+        assert PENDING not in ids, "a prefill with a token still in flight"
         dev = self.device
         batch = len(work.groups)
         meta = AttentionMetadata(
@@ -331,75 +407,85 @@ class NativeEngine:
         logits = self.model.logits(hidden[torch.tensor(last).to(dev)])  # (groups, V)
         counts = torch.tensor([len(g.seqs) for g in work.groups]).to(dev)
         seqs = [s for g in work.groups for s in g.seqs]
-        return seqs, logits.repeat_interleave(counts, dim=0, output_size=len(seqs))
+        live = {s.seq_id for s in self.scheduler.running}
+        token_slots = torch.tensor(self.host_tables.rows(seqs, live)).to(dev)
+        return seqs, token_slots, logits.repeat_interleave(counts, dim=0, output_size=len(seqs))
 
-    def _decode(self, work: DecodeStep) -> tuple[list[Sequence], Tensor]:
-        """One token per running sequence: the graph of the batch's bucket, or the eager forward."""
+    def _decode(self, work: DecodeStep) -> tuple[list[Sequence], Tensor, Tensor]:
+        """One token per running sequence: the graph of the batch's bucket, or the eager forward. The
+        inputs go to the device from a pinned buffer without waiting for the device (which may still
+        run the previous step)."""
         seqs = work.seqs
         assert seqs, "decode step with nothing running"
         bucket = self.graphs.bucket(len(seqs)) if self.graphs is not None else None
         # block-table width: this batch's longest table (a graph's buffer keeps stale ids past it, which
         # attention ignores: it reads only context_lens tokens)
         n, width = len(seqs), max(len(s.block_table) for s in seqs)
-        packed_np = np.empty((4 + width, bucket or n), dtype=np.int64)
+        packed = self._inputs[self._turn][: 4 + width, : bucket or n]
+        packed_np = packed.numpy()
         packed_np[:, n:] = self._pad_column(width).numpy()[:, None]
         pos = np.fromiter((s.num_tokens - 1 for s in seqs), dtype=np.int64, count=n)
-        tables = self.host_tables.gather(seqs, width)  # (n, width)
-        packed_np[0, :n] = [s.tokens[-1] for s in seqs]
+        rows, tables = self.host_tables.gather(seqs, width)  # (n, width)
+        packed_np[0, :n] = rows  # each sequence's slot in last_tokens: its input token is there
         packed_np[1, :n] = pos
         packed_np[2, :n] = (
             tables[np.arange(n), pos // self.block_size] * self.block_size + pos % self.block_size
         )
         packed_np[3, :n] = pos + 1
         packed_np[4:, :n] = tables.T
-        packed = torch.from_numpy(packed_np)  # (4 + width, bucket)
         if bucket is not None:
             assert self.graphs is not None
             hidden = self.graphs.run(packed, len(seqs))
+            token_slots = self.graphs.packed[0, :n]
         else:
-            hidden = self._decode_forward(packed.to(self.device))
+            on_device = packed.to(self.device, non_blocking=True)
+            hidden = self._decode_forward(on_device)
+            token_slots = on_device[0, :n]
         # the lm_head runs outside the graphs: (bucket, V) fp32 logits kept per graph would cost GBs
-        return seqs, self.model.logits(hidden)
+        return seqs, token_slots, self.model.logits(hidden)
 
     def _decode_forward(self, packed: Tensor) -> Tensor:
-        """packed [4 + W, B] (see cuda_graphs.py) -> final hidden states [B, hidden]. No host reads, so
-        it can be captured in a CUDA graph."""
+        """packed [4 + W, B] (see cuda_graphs.py; row 0: token slots) -> final hidden states [B, hidden].
+        No host reads, so it can be captured in a CUDA graph."""
         meta = AttentionMetadata(
             is_prefill=False,
             slot_mapping=packed[2],
             block_tables=packed[4:].t().to(torch.int32, memory_format=torch.contiguous_format),
             context_lens=packed[3].to(torch.int32),
         )
-        return self.model(packed[0], packed[1], meta)
+        return self.model(self.last_tokens[packed[0]], packed[1], meta)
 
     def _pad_column(self, width: int | None = None) -> Tensor:
-        """A padded decode column: token 0 at position 0, written to and reading the scratch block."""
+        """A padded decode column: the spare token slot at position 0, written to and reading the
+        scratch block."""
         width = self.max_blocks_per_seq if width is None else width
         scratch = self.num_blocks  # KVCache's extra block
         column = torch.full((4 + width,), scratch, dtype=torch.long)
-        column[:4] = torch.tensor([0, 0, scratch * self.block_size, 1])
+        column[:4] = torch.tensor([self.config.max_num_seqs, 0, scratch * self.block_size, 1])
         return column
 
     def _account(
         self,
-        work: PrefillStep | DecodeStep,
-        seqs: list[Sequence],
+        launched: LaunchedStep | None,
+        previous: LaunchedStep | None,
         prefilled: int,
         seconds: float,
         wait: float,
     ) -> None:
+        """A step's time goes to the kind of work it launched (at the end: of the last one it waited for)."""
         st = self.last_stats
-        st["generated_tokens"] += len(seqs)
-        if isinstance(work, PrefillStep):
+        kind = launched or previous
+        if kind is not None and kind.is_prefill:
             st["prefill_tokens"] += prefilled
             st["prefill_s"] += seconds
-        else:
-            st["decode_steps"] += 1
-            st["decode_batch_sum"] += len(seqs)
-            # each sequence attended to its whole context: its length before the token just appended
-            st["decode_context_sum"] += sum(s.num_tokens - 1 for s in seqs)
+        elif kind is not None:
             st["decode_s"] += seconds
             st["decode_wait_s"] += wait  # decode_s minus this: host time the device may sit idle
+        if launched is not None and not launched.is_prefill:
+            st["decode_steps"] += 1
+            st["decode_batch_sum"] += len(launched.seqs)
+            # each sequence attends to its whole context: its length with the new placeholder, minus one
+            st["decode_context_sum"] += sum(s.num_tokens - 1 for s in launched.seqs)
         st["preemptions"] = float(self.scheduler.num_preemptions)
         total = st["prefill_s"] + st["decode_s"]
         st["tokens_per_s"] = st["generated_tokens"] / total if total > 0 else 0.0

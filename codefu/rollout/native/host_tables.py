@@ -6,13 +6,15 @@ sequence) that took longer (~10 ms) than the GPU's whole decode step. Here each 
 row; a step writes only the blocks added since the last step (one per `block_size` tokens) and gathers
 the rows with one fancy index.
 
-A sequence that leaves the running set (finished, or preempted: preemption happens while a decode step is
-scheduled, so the preempted sequence is absent from that step) gives its row back at the next `gather`;
-when it runs again it is written afresh.
+A sequence that leaves the running set (finished, or preempted) gives its row back at the next `rows` /
+`gather` whose `live` set lacks it; when it runs again it is written afresh. A sequence's row number is
+also its slot in the engine's device buffer of last sampled tokens (see engine.py): the row is stable for
+as long as the sequence runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from collections.abc import Sequence as Seq
 from typing import Protocol
 
@@ -35,9 +37,10 @@ class HostBlockTables:
         self.written: dict[int, int] = {}  # seq_id -> table entries already in its row
         self.free_rows = list(range(rows - 1, -1, -1))
 
-    def gather(self, seqs: Seq[_HasBlockTable], width: int) -> np.ndarray:
-        """(len(seqs), width) int64: row i is seqs[i]'s block table, padded with `fill`."""
-        live = {s.seq_id for s in seqs}
+    def rows(self, seqs: Seq[_HasBlockTable], live: Collection[int] | None = None) -> list[int]:
+        """Each sequence's row, its block table written up to date. `live`: ids of every running sequence
+        (default: `seqs`); rows of sequences not in it are given back first."""
+        live = {s.seq_id for s in seqs} if live is None else live
         for gone in [sid for sid in self.row_of if sid not in live]:
             self.free_rows.append(self.row_of.pop(gone))
             del self.written[gone]
@@ -56,7 +59,14 @@ class HostBlockTables:
                 self.array[row, done : len(table)] = table[done:]
             self.written[s.seq_id] = len(table)
             rows.append(row)
-        return self.array[rows, :width]
+        return rows
+
+    def gather(
+        self, seqs: Seq[_HasBlockTable], width: int, live: Collection[int] | None = None
+    ) -> tuple[list[int], np.ndarray]:
+        """(rows, (len(seqs), width) int64 tables): row i is seqs[i]'s block table, padded with `fill`."""
+        rows = self.rows(seqs, live)
+        return rows, self.array[rows, :width]
 
 
 __all__ = ["HostBlockTables"]

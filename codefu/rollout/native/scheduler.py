@@ -94,11 +94,21 @@ class Scheduler:
         return DecodeStep(list(self.running))
 
     def finish(self, seq: Sequence, reason: str) -> None:
-        """A sequence is done: its blocks go back at once, so waiting work can join the next step."""
+        """A sequence is done: its blocks go back at once, so waiting work can join the next step.
+
+        The engine learns of a stop token one step late (it launches step t+1 before it reads step t's
+        tokens), so the sequence may have been finished already (its length cap was reached at launch:
+        only the reason changes) or preempted meanwhile (it waits alone in its group: it leaves the queue)."""
+        already = seq.finish_reason is not None
         seq.finish_reason = reason
-        self.running.remove(seq)
-        self.allocator.release(seq.block_table)
-        seq.block_table = []
+        if already:
+            return
+        if seq.block_table:  # running (a running sequence always holds a block)
+            self.running.remove(seq)
+            self.allocator.release(seq.block_table)
+            seq.block_table = []
+        else:
+            self.waiting = deque(g for g in self.waiting if g.seqs != [seq])
 
     # ---- internals -------------------------------------------------------------------------------
     def _admit(self) -> PrefillStep | None:
