@@ -35,10 +35,19 @@ def _top_k_top_p(scores: Tensor, top_k: int, top_p: float) -> Tensor:
 def sample_from_scores(scores: Tensor, generator: torch.Generator) -> Tensor:
     """One token per row of (B, V) scores (-inf = excluded), drawn from softmax(scores), as (B,) int64.
 
-    Inverse-CDF sampling with one uniform draw per row: `torch.multinomial` spends 28 ms per (16, 49152)
-    call on CPU (it draws an exponential for every vocabulary entry), this well under 1 ms. The CDF is
-    accumulated in float64 so a 150k vocabulary adds no visible bias; `right=True` never lands on a
-    zero-probability token, since those add nothing to the CDF. Two passes over (B, V): softmax, cumsum."""
+    On a GPU: the exponential race, argmax(p / E) with E ~ Exp(1) per entry (the same law as Gumbel-max):
+    a random draw per vocabulary entry is cheap there, while the float64 scan of the CPU's method took
+    0.37 ms of a 9 ms decode step (1.5B, batch 235, H200). Excluded tokens have p = 0 and never win.
+
+    On CPU: inverse-CDF sampling with one uniform draw per row: `torch.multinomial` spends 28 ms per
+    (16, 49152) call on CPU (it draws an exponential for every vocabulary entry), this well under 1 ms.
+    The CDF is accumulated in float64 so a 150k vocabulary adds no visible bias; `right=True` never lands
+    on a zero-probability token, since those add nothing to the CDF. Two passes over (B, V): softmax,
+    cumsum."""
+    if scores.is_cuda:
+        probs = torch.softmax(scores.float(), dim=-1)
+        race = torch.empty_like(probs).exponential_(generator=generator)
+        return (probs / race).argmax(dim=-1)
     cdf = torch.softmax(scores.float(), dim=-1).cumsum(dim=-1, dtype=torch.float64)
     total = cdf[:, -1:]
     u = torch.rand((scores.shape[0], 1), generator=generator, device=scores.device, dtype=torch.float64)

@@ -116,7 +116,7 @@ class NativeEngine:
         rows = 4 + self.max_blocks_per_seq
         # two of each, used in turn: a buffer is refilled only after the step that used it has finished
         batch = config.max_num_seqs
-        self._inputs = [torch.empty(rows, batch, dtype=torch.long, pin_memory=pin) for _ in "ab"]
+        self._inputs = [torch.empty(rows * batch, dtype=torch.long, pin_memory=pin) for _ in "ab"]
         self._outputs = [torch.empty(2, batch, dtype=torch.float64, pin_memory=pin) for _ in "ab"]
         self._turn = 0
         self._in_flight: LaunchedStep | None = None
@@ -421,7 +421,10 @@ class NativeEngine:
         # block-table width: this batch's longest table (a graph's buffer keeps stale ids past it, which
         # attention ignores: it reads only context_lens tokens)
         n, width = len(seqs), max(len(s.block_table) for s in seqs)
-        packed = self._inputs[self._turn][: 4 + width, : bucket or n]
+        # contiguous: a strided host source would be staged through pageable memory, and that copy
+        # waits for the device to finish everything queued before it (the previous step)
+        cols = bucket or n
+        packed = self._inputs[self._turn][: (4 + width) * cols].view(4 + width, cols)
         packed_np = packed.numpy()
         packed_np[:, n:] = self._pad_column(width).numpy()[:, None]
         pos = np.fromiter((s.num_tokens - 1 for s in seqs), dtype=np.int64, count=n)
