@@ -368,9 +368,10 @@ def describe(r: dict) -> str:
         )
         if st.get("decode_wait_s"):
             host = st["decode_s"] - st["decode_wait_s"]
+            steps = st["decode_steps"]
             text += (
-                f"\n  decode host work (outside the wait for sampled tokens): {host:.1f} s = "
-                f"{1e3 * host / st['decode_steps']:.2f} ms/step of {1e3 * st['decode_s'] / st['decode_steps']:.2f}"
+                f"\n  decode host time (not waiting for the device): {host:.1f} s = "
+                f"{1e3 * host / steps:.2f} ms/step of {1e3 * st['decode_s'] / steps:.2f}"
             )
     return text
 

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from codefu.rollout.native.attention import (
     AttentionMetadata,
+    attention,
     paged_decode_attention,
     paged_decode_attention_torch,
     prefill_attention,
@@ -95,3 +96,28 @@ def test_prefill_of_several_sequences_equals_each_alone():
         scale=0.3,
     ).transpose(0, 1)
     torch.testing.assert_close(alone, ref, atol=1e-6, rtol=0)
+
+
+def test_attention_reads_the_new_tokens_kv_from_the_cache():
+    """`attention` works on K/V already stored (the model stores them fused with RoPE): prefill reads
+    them back from their slots, decode through the block tables."""
+    torch.manual_seed(2)
+    hq, hkv, dim, block_size = 4, 2, 8, 4
+    k_cache, v_cache = torch.zeros(6, block_size, hkv, dim), torch.zeros(6, block_size, hkv, dim)
+    lengths, tables = [5, 2], torch.tensor([[3, 0], [5, 1]], dtype=torch.int32)
+    slots = torch.tensor(
+        [
+            int(tables[b, p // block_size]) * block_size + p % block_size
+            for b, n in enumerate(lengths)
+            for p in range(n)
+        ]
+    )
+    q, k, v = torch.randn(7, hq, dim), torch.randn(7, hkv, dim), torch.randn(7, hkv, dim)
+    store_kv(k, v, k_cache, v_cache, slots)
+    meta = AttentionMetadata(True, slots, pad_index=torch.tensor([0, 1, 2, 3, 4, 5, 6]), batch=2, max_len=5)
+    assert torch.equal(attention(q, k_cache, v_cache, meta, 0.3), prefill_attention(q, k, v, meta, 0.3))
+    # decode: the last token of each sequence (its K/V stored above) against its whole context
+    lens = torch.tensor(lengths, dtype=torch.int32)
+    meta = AttentionMetadata(False, slots[[4, 6]], block_tables=tables, context_lens=lens)
+    expected = paged_decode_attention_torch(q[[4, 6]], k_cache, v_cache, tables, lens, 0.3)
+    assert torch.equal(attention(q[[4, 6]], k_cache, v_cache, meta, 0.3), expected)

@@ -1,5 +1,8 @@
 """Attention over a paged KV cache: store new K/V, causal prefill, and one-token decode.
 
+The model stores the new tokens' K/V itself, fused with RoPE (model.rope_and_store_kv); `attention` then
+works on what is in the cache.
+
 Layouts (per layer):
     k_cache, v_cache   [num_blocks, block_size, Hkv, D]
     slot_mapping       [T] int64, slot = block * block_size + offset: where token t's K/V go
@@ -125,12 +128,14 @@ def paged_decode_attention(
     return paged_decode_attention_torch(q, k_cache, v_cache, block_tables, context_lens, scale)
 
 
-def attention(
-    q: Tensor, k: Tensor, v: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata, scale: float
-) -> Tensor:
-    """One layer's attention: store the new tokens' K/V, then prefill or decode. [T, H, D] in and out."""
-    store_kv(k, v, k_cache, v_cache, meta.slot_mapping)
+def attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata, scale: float) -> Tensor:
+    """One layer's attention, prefill or decode, of new tokens whose K/V are ALREADY in the cache at
+    meta.slot_mapping. q [T, Hq, D] -> [T, Hq, D]. Prefill reads its K/V back from their slots (a gather,
+    small next to prefill's matmuls), so the slots of one step must be distinct."""
     if meta.is_prefill:
+        heads, dim = k_cache.shape[-2:]
+        k = k_cache.view(-1, heads, dim).index_select(0, meta.slot_mapping)
+        v = v_cache.view(-1, heads, dim).index_select(0, meta.slot_mapping)
         return prefill_attention(q, k, v, meta, scale)
     assert meta.block_tables is not None and meta.context_lens is not None
     return paged_decode_attention(q, k_cache, v_cache, meta.block_tables, meta.context_lens, scale)

@@ -5,18 +5,26 @@ Built from a transformers config (LlamaConfig, Qwen2Config: Qwen2.5, DeepSeek-R1
 with their positions and an `AttentionMetadata`; every matmul runs on all T tokens at once. q/k/v are one
 matmul and gate/up another (fewer kernel launches). The numerics mirror transformers' (RMSNorm in fp32,
 RoPE tables in fp32, logits in the model dtype then fp32) so greedy outputs match token for token.
+
+The small ops between the matmuls are three fused ops (vLLM style): residual add + RMSNorm, RoPE + K/V
+store, silu * up. On CUDA they are Triton kernels (triton_fused.py: a decode step of a small model is
+otherwise ~45 tiny kernel launches per layer); elsewhere the torch references below, which define them
+(the kernels round to the model dtype where these do). The residual stream therefore travels beside the
+hidden states: each layer takes and returns (x, residual), and the next norm adds them.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from codefu.rollout.native.attention import AttentionMetadata, attention
+from codefu.rollout.native.attention import AttentionMetadata, attention, store_kv
 
 SUPPORTED = ("llama", "qwen2")
 
@@ -99,23 +107,124 @@ def rope_theta(config: Any) -> float:
     return float(theta)
 
 
+# ---- the fused ops: torch references and the dispatch to the Triton kernels ------------------------
+def add_rms_norm_torch(
+    x: Tensor, residual: Tensor | None, weight: Tensor, eps: float
+) -> tuple[Tensor, Tensor]:
+    """(weight * RMSNorm(x + residual), x + residual); without a residual, x itself is the sum. The add in
+    the model dtype, the statistics in fp32, cast back before the weight (as transformers does)."""
+    summed = x if residual is None else x + residual
+    dtype = summed.dtype
+    h = summed.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * h.to(dtype), summed
+
+
+def apply_rotary_torch(x: Tensor, positions: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x [T, H, D] rotated by each token's position [T]: x * cos + cat(-x2, x1) * sin, with the fp32
+    tables [max_len, D] cast to x's dtype first (as transformers does)."""
+    cos = cos[positions].to(x.dtype)[:, None, :]
+    sin = sin[positions].to(x.dtype)[:, None, :]
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+def rope_and_store_kv_torch(
+    qkv: Tensor,
+    positions: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    slot_mapping: Tensor,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+) -> Tensor:
+    """qkv [T, (Hq + 2 Hkv) * D] -> rotated q [T, Hq, D]; rotated k and v are stored in the paged caches
+    at slot_mapping [T]."""
+    q_size, kv_size = num_heads * head_dim, num_kv_heads * head_dim
+    q, k, v = qkv.split([q_size, kv_size, kv_size], dim=-1)
+    q = apply_rotary_torch(q.view(-1, num_heads, head_dim), positions, cos, sin)
+    k = apply_rotary_torch(k.view(-1, num_kv_heads, head_dim), positions, cos, sin)
+    store_kv(k, v.view(-1, num_kv_heads, head_dim), k_cache, v_cache, slot_mapping)
+    return q
+
+
+def silu_mul_torch(gate_up: Tensor) -> Tensor:
+    """gate_up [T, 2 I] -> silu(gate) * up [T, I]."""
+    gate, up = gate_up.chunk(2, dim=-1)
+    return F.silu(gate) * up
+
+
+@functools.cache
+def _triton_fused() -> ModuleType | None:
+    """codefu.rollout.native.triton_fused when it imports, else None."""
+    try:
+        from codefu.rollout.native import triton_fused
+    except Exception:  # no triton, or no GPU compiler: the torch references still work
+        return None
+    return triton_fused
+
+
+#: Tests only: a triton_fused module (loaded with TRITON_INTERPRET=1) to run on CPU tensors instead of
+#: the torch references, so the model's Triton path can be checked without a GPU.
+CPU_KERNELS: ModuleType | None = None
+
+
+def _kernels(x: Tensor) -> ModuleType | None:
+    """The Triton kernels for tensors like x (CUDA, and Triton imports), or None: the torch references."""
+    return _triton_fused() if x.is_cuda else CPU_KERNELS
+
+
+def add_rms_norm(x: Tensor, residual: Tensor | None, weight: Tensor, eps: float) -> tuple[Tensor, Tensor]:
+    """(normed, summed); see add_rms_norm_torch."""
+    kernels = _kernels(x)
+    fn = add_rms_norm_torch if kernels is None else kernels.add_rms_norm
+    return fn(x, residual, weight, eps)
+
+
+def rope_and_store_kv(
+    qkv: Tensor,
+    positions: Tensor,
+    cos: Tensor,
+    sin: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    slot_mapping: Tensor,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+) -> Tensor:
+    """Rotated q; k and v stored; see rope_and_store_kv_torch."""
+    kernels = _kernels(qkv)
+    fn = rope_and_store_kv_torch if kernels is None else kernels.rope_and_store_kv
+    return fn(qkv, positions, cos, sin, k_cache, v_cache, slot_mapping, num_heads, num_kv_heads, head_dim)
+
+
+def silu_mul(gate_up: Tensor) -> Tensor:
+    """silu(gate) * up; see silu_mul_torch."""
+    kernels = _kernels(gate_up)
+    return silu_mul_torch(gate_up) if kernels is None else kernels.silu_mul(gate_up)
+
+
+# ---- the model ---------------------------------------------------------------------------------------
 class RMSNorm(nn.Module):
-    """x / rms(x) * weight, computed in fp32 and cast back (as transformers does)."""
+    """The residual add and the RMSNorm after it, fused: (normed, summed) = norm(x, residual)."""
 
     def __init__(self, size: int, eps: float) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.empty(size))
         self.eps = eps
 
-    def forward(self, x: Tensor) -> Tensor:
-        dtype = x.dtype
-        x = x.float()
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x.to(dtype)
+    def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        return add_rms_norm(x, residual, self.weight, self.eps)
 
 
 class Rotary(nn.Module):
-    """cos/sin tables [max_len, D], computed and kept in fp32 (as transformers does), and their use."""
+    """cos/sin tables [max_len, D], computed and kept in fp32 (as transformers does); rope_and_store_kv
+    uses them."""
 
     def __init__(self, head_dim: int, theta: float, max_len: int) -> None:
         super().__init__()
@@ -129,14 +238,6 @@ class Rotary(nn.Module):
         freqs = torch.outer(torch.arange(self.max_len, dtype=torch.float32), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
         self.cos, self.sin = emb.cos().to(device), emb.sin().to(device)
-
-    def forward(self, x: Tensor, positions: Tensor) -> Tensor:
-        """x [T, H, D] rotated by each token's position [T]."""
-        cos = self.cos[positions].to(x.dtype)[:, None, :]
-        sin = self.sin[positions].to(x.dtype)[:, None, :]
-        half = x.shape[-1] // 2
-        rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-        return x * cos + rotated * sin
 
 
 class Attention(nn.Module):
@@ -153,24 +254,30 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, positions: Tensor, rotary: Rotary, meta: AttentionMetadata) -> Tensor:
         assert self.k_cache is not None and self.v_cache is not None, "no KV cache: call resume_memory()"
-        q, k, v = self.qkv_proj(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = rotary(q.view(-1, self.num_heads, self.head_dim), positions)
-        k = rotary(k.view(-1, self.num_kv_heads, self.head_dim), positions)
-        v = v.view(-1, self.num_kv_heads, self.head_dim)
-        out = attention(q, k, v, self.k_cache, self.v_cache, meta, self.scale)
+        q = rope_and_store_kv(
+            self.qkv_proj(x),
+            positions,
+            rotary.cos,
+            rotary.sin,
+            self.k_cache,
+            self.v_cache,
+            meta.slot_mapping,
+            self.num_heads,
+            self.num_kv_heads,
+            self.head_dim,
+        )
+        out = attention(q, self.k_cache, self.v_cache, meta, self.scale)  # over the K/V just stored
         return self.o_proj(out.reshape(-1, self.q_size))
 
 
 class MLP(nn.Module):
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
-        self.intermediate = spec.intermediate_size
         self.gate_up_proj = nn.Linear(spec.hidden_size, 2 * spec.intermediate_size, bias=spec.mlp_bias)
         self.down_proj = nn.Linear(spec.intermediate_size, spec.hidden_size, bias=spec.mlp_bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        gate, up = self.gate_up_proj(x).split(self.intermediate, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        return self.down_proj(silu_mul(self.gate_up_proj(x)))
 
 
 class DecoderLayer(nn.Module):
@@ -181,9 +288,15 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
         self.mlp = MLP(spec)
 
-    def forward(self, x: Tensor, positions: Tensor, rotary: Rotary, meta: AttentionMetadata) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), positions, rotary, meta)
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(
+        self, x: Tensor, residual: Tensor | None, positions: Tensor, rotary: Rotary, meta: AttentionMetadata
+    ) -> tuple[Tensor, Tensor]:
+        """(x, residual) -> (this layer's MLP output, the residual stream before it), vLLM style: the
+        residual adds happen in the next norm, fused with it (None: the first layer, x is the stream)."""
+        x, residual = self.input_layernorm(x, residual)
+        x = self.self_attn(x, positions, rotary, meta)
+        x, residual = self.post_attention_layernorm(x, residual)
+        return self.mlp(x), residual
 
 
 class NativeCausalLM(nn.Module):
@@ -217,10 +330,10 @@ class NativeCausalLM(nn.Module):
 
     def forward(self, input_ids: Tensor, positions: Tensor, meta: AttentionMetadata) -> Tensor:
         """[T] tokens and positions -> [T, hidden] final hidden states (after the final norm)."""
-        x = self.embed_tokens(input_ids)
+        x, residual = self.embed_tokens(input_ids), None
         for layer in self.layers:
-            x = layer(x, positions, self.rotary, meta)
-        return self.norm(x)
+            x, residual = layer(x, residual, positions, self.rotary, meta)
+        return self.norm(x, residual)[0]
 
     def logits(self, hidden: Tensor) -> Tensor:
         """[N, hidden] -> [N, V] fp32 logits (the matmul in the model dtype, as transformers does)."""
