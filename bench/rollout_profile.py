@@ -58,6 +58,8 @@ def main() -> None:
     print(f"batch {batch}: {steps} steps, wall {1e3 * wall / steps:.2f} ms/step, "
           f"GPU busy {gpu_total / steps:.2f} ms/step")  # fmt: skip
     print(events.table(sort_by="self_device_time_total", row_limit=own.rows, max_name_column_width=60))
+    # host ops that take long on the CPU are waiting for the device (a copy that synchronizes, ...)
+    print(events.table(sort_by="cpu_time_total", row_limit=8, max_name_column_width=60))
 
 
 if __name__ == "__main__":

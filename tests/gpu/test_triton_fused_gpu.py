@@ -44,15 +44,20 @@ DTYPES = pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=[
 BLOCK = 16
 
 
-def assert_matches(out: torch.Tensor, ref: torch.Tensor) -> None:
+def assert_matches(out: torch.Tensor, ref: torch.Tensor, cancels: bool = False) -> None:
+    """cancels: RoPE's x * cos + rotate(x) * sin, two rounded bf16 products whose sum may nearly cancel;
+    the kernel's products (or an FMA) may round the other way, which leaves a difference of one ulp of
+    the OPERANDS (|x| up to ~4 here: 2^-6) on an output near zero, so bf16 gets an absolute bound there
+    (measured on the H200: at most 0.006, 1.2-2.1% of elements differ)."""
     assert out.dtype == ref.dtype and out.shape == ref.shape
     assert torch.isfinite(out).all()
     if out.dtype == torch.float32:
         torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
     else:
-        torch.testing.assert_close(out, ref, atol=1e-5, rtol=2**-6)
+        torch.testing.assert_close(out, ref, atol=2**-6 if cancels else 1e-5, rtol=2**-6)
         differ = (out != ref).float().mean().item()
-        assert differ <= 0.01, f"{differ:.2%} of the elements differ from the reference"
+        limit = 0.03 if cancels else 0.01
+        assert differ <= limit, f"{differ:.2%} of the elements differ from the reference"
 
 
 def rope_inputs(tokens, heads, kv_heads, dim, dtype, max_len=4096, seed=0):
@@ -99,8 +104,8 @@ def test_rope_and_store_kv(model, dtype, tokens):
     rest = (slots, heads, kv_heads, dim)
     q = rope_and_store_kv(qkv, positions, cos, sin, cache[1, 0], cache[1, 1], *rest)
     ref_q = rope_and_store_kv_torch(qkv, positions, cos, sin, ref_cache[1, 0], ref_cache[1, 1], *rest)
-    assert_matches(q, ref_q)
-    assert_matches(cache, ref_cache)
+    assert_matches(q, ref_q, cancels=True)
+    assert_matches(cache, ref_cache, cancels=True)
     written = torch.zeros(cache.shape[:4], dtype=torch.bool, device=DEVICE)
     written[1].view(2, -1)[:, slots] = True
     assert torch.equal(cache[~written], before[~written])
@@ -162,8 +167,8 @@ def test_cuda_graph_capture_and_replay_with_new_inputs(dtype):
         )
         assert torch.equal(summed, ref_summed)
         assert_matches(normed, ref_normed)
-        assert_matches(q, ref_q)
-        assert_matches(cache, ref_cache)
+        assert_matches(q, ref_q, cancels=True)
+        assert_matches(cache, ref_cache, cancels=True)
         assert_matches(act, silu_mul_torch(gate_up))
 
 

@@ -364,6 +364,7 @@ class EagerGraphs(DecodeGraphs):
     def __init__(self, forward, max_batch: int, pad_column: torch.Tensor) -> None:
         self.buckets = batch_buckets(max_batch)
         self.packed = pad_column[:, None].repeat(1, max_batch).contiguous()
+        self.staging = torch.empty_like(self.packed).view(-1)
         self.outputs: dict[int, torch.Tensor] = {}
         self.replays: list[int] = []
         outer = self

@@ -32,6 +32,7 @@ class DecodeGraphs:
         self.buckets = batch_buckets(max_batch)
         # every column starts as padding, so the warm-up and capture runs write only to the scratch block
         self.packed = pad_column.to(device)[:, None].repeat(1, max_batch).contiguous()
+        self.staging = torch.empty_like(self.packed).view(-1)  # contiguous landing place of a host copy
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         self.outputs: dict[int, Tensor] = {}
         pool = None
@@ -53,7 +54,11 @@ class DecodeGraphs:
         """packed [4 + w, bucket] (host, padded to `bucket(batch)` columns, w <= W block-table columns)
         -> hidden [batch, H]. Table rows past w keep older ids: attention never reads past context_lens."""
         rows, bs = packed.shape
-        self.packed[:rows, :bs].copy_(packed, non_blocking=True)
+        # host -> a contiguous device buffer -> the strided static slice: a copy from pinned memory into
+        # a contiguous target never waits for the device; a strided one might
+        staged = self.staging[: rows * bs].view(rows, bs)
+        staged.copy_(packed, non_blocking=True)
+        self.packed[:rows, :bs].copy_(staged)
         self.graphs[bs].replay()
         return self.outputs[bs][:batch]
 

@@ -117,7 +117,7 @@ class NativeEngine:
         # two of each, used in turn: a buffer is refilled only after the step that used it has finished
         batch = config.max_num_seqs
         self._inputs = [torch.empty(rows * batch, dtype=torch.long, pin_memory=pin) for _ in "ab"]
-        self._outputs = [torch.empty(2, batch, dtype=torch.float64, pin_memory=pin) for _ in "ab"]
+        self._outputs = [torch.empty(2 * batch, dtype=torch.float64, pin_memory=pin) for _ in "ab"]
         self._turn = 0
         self._in_flight: LaunchedStep | None = None
         self.last_stats: dict[str, float] = {}
@@ -345,7 +345,7 @@ class NativeEngine:
             seqs, slots, logits = self._decode(work)
         tokens, logprobs = sample_step(logits, self.sampling, self.generator)
         self.last_tokens[slots] = tokens  # the next step's inputs, without a trip through the host
-        host = self._outputs[self._turn][:, : len(seqs)]
+        host = self._outputs[self._turn][: 2 * len(seqs)].view(2, len(seqs))  # contiguous (see _decode)
         self._turn ^= 1
         host.copy_(torch.stack([tokens.double(), logprobs.double()]), non_blocking=True)
         ready = None
@@ -421,8 +421,8 @@ class NativeEngine:
         # block-table width: this batch's longest table (a graph's buffer keeps stale ids past it, which
         # attention ignores: it reads only context_lens tokens)
         n, width = len(seqs), max(len(s.block_table) for s in seqs)
-        # contiguous: a strided host source would be staged through pageable memory, and that copy
-        # waits for the device to finish everything queued before it (the previous step)
+        # contiguous: a strided pinned slice is copied through a pageable temporary, and such a copy
+        # makes the host wait for the device to finish everything queued before it
         cols = bucket or n
         packed = self._inputs[self._turn][: (4 + width) * cols].view(4 + width, cols)
         packed_np = packed.numpy()
