@@ -45,10 +45,12 @@ BLOCK = 16
 
 
 def assert_matches(out: torch.Tensor, ref: torch.Tensor, cancels: bool = False) -> None:
-    """cancels: RoPE's x * cos + rotate(x) * sin, two rounded bf16 products whose sum may nearly cancel;
-    the kernel's products (or an FMA) may round the other way, which leaves a difference of one ulp of
-    the OPERANDS (|x| up to ~4 here: 2^-6) on an output near zero, so bf16 gets an absolute bound there
-    (measured on the H200: at most 0.006, 1.2-2.1% of elements differ)."""
+    """cancels: RoPE's x * cos + rotate(x) * sin. The reference rounds both bf16 products and then the
+    sum; the compiled kernel contracts one product and the add into an FMA (one rounding fewer), so on
+    the H200 17-22% of the rotated elements differ from the reference by one rounding, and where the sum
+    nearly cancels that is one ulp of the OPERANDS (|x| up to ~4 here: 2^-6, measured at most 0.006).
+    So bf16 gets an absolute bound of 2^-6 there, and a bound on the share of differing elements that a
+    wrong rotation (or a wrong slot) would break by far."""
     assert out.dtype == ref.dtype and out.shape == ref.shape
     assert torch.isfinite(out).all()
     if out.dtype == torch.float32:
@@ -56,7 +58,7 @@ def assert_matches(out: torch.Tensor, ref: torch.Tensor, cancels: bool = False) 
     else:
         torch.testing.assert_close(out, ref, atol=2**-6 if cancels else 1e-5, rtol=2**-6)
         differ = (out != ref).float().mean().item()
-        limit = 0.03 if cancels else 0.01
+        limit = 0.3 if cancels else 0.01
         assert differ <= limit, f"{differ:.2%} of the elements differ from the reference"
 
 
