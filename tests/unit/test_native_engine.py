@@ -396,3 +396,41 @@ def test_decode_through_padded_buckets_gives_the_eager_outputs(hf, engine):
     calls = bucketed.graphs.calls
     assert (8, 8) in calls and any(batch < bucket for batch, bucket in calls)  # full and padded batches
     assert bucketed.graphs.replays == [bucket for _, bucket in calls]
+
+
+class RefitEngine(NativeEngine):
+    """The re-fit policy of resume_memory without a GPU: what "fits now" is given (on a GPU it is measured
+    from torch.cuda.mem_get_info; tests/gpu covers that measurement)."""
+
+    fits_now = 0
+
+    def _plan_cache_blocks(self) -> int:
+        self._activation_peak = 0  # as a GPU engine, whose cache is sized by the memory budget
+        return super()._plan_cache_blocks()
+
+    def _blocks_that_fit(self) -> int:
+        return self.fits_now or self.planned_blocks
+
+
+def test_resume_takes_what_fits_up_to_the_plan_and_says_when_nothing_does(hf, engine):
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=12)
+    refit = RefitEngine.from_hf_model(
+        hf,
+        None,
+        EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=64 * BLOCK, max_model_len=128),
+    )
+    expected = [c.token_ids for c in engine.generate(PROMPTS, sampling)]
+    planned = refit.planned_blocks
+    refit.release_memory()
+    refit.fits_now = planned // 2  # a colocated trainer took memory meanwhile
+    assert [c.token_ids for c in refit.generate(PROMPTS, sampling)] == expected
+    assert refit.num_blocks == planned // 2 and refit.cache.data.shape[2] == planned // 2 + 1
+    refit.release_memory()
+    refit.fits_now = 10 * planned  # it gave memory back: never more than planned
+    refit.generate(PROMPTS, sampling)
+    assert refit.num_blocks == planned
+    refit.release_memory()
+    refit.fits_now = 128 // BLOCK - 1  # less than one max_model_len sequence
+    with pytest.raises(RuntimeError, match="no longer fits one sequence of max_model_len 128"):
+        refit.generate(PROMPTS, sampling)
+    assert refit.cache is None

@@ -98,7 +98,7 @@ class NativeEngine:
         self.eos_ids = _eos_ids(hf_config, generation_config, tokenizer)
         self.max_prefill_tokens = max(requested, MIN_PREFILL_TOKENS)
         self._activation_peak: int | None = None  # measured when the cache is sized by the memory budget
-        self.num_blocks = self._plan_cache_blocks()
+        self.num_blocks = self.planned_blocks = self._plan_cache_blocks()
         capacity = self.num_blocks * self.block_size
         if config.max_model_len is not None and config.max_model_len > capacity:
             raise ValueError(
@@ -223,19 +223,21 @@ class NativeEngine:
         if self._activation_peak is not None:
             # a colocated trainer may hold more now than when the engine was built (optimizer state is
             # created at its first step): take what fits, never more than planned, instead of an OOM
-            fits = self._blocks_that_fit()
-            if fits < self.num_blocks:
-                if fits * self.block_size < self.max_model_len:
-                    raise RuntimeError(
-                        f"native engine: the KV cache no longer fits one sequence of max_model_len "
-                        f"{self.max_model_len} ({fits} blocks fit now, {self.num_blocks} at build time): "
-                        "something else on this GPU holds more memory; lower max_model_len or the "
-                        "trainer's footprint, or raise gpu_memory_fraction"
-                    )
-                log.warning(
-                    "native engine: KV cache %d -> %d blocks (GPU memory in use grew)", self.num_blocks, fits
+            fits = min(self._blocks_that_fit(), self.planned_blocks)
+            if fits * self.block_size < self.max_model_len:
+                raise RuntimeError(
+                    f"native engine: the KV cache no longer fits one sequence of max_model_len "
+                    f"{self.max_model_len} ({fits} blocks fit now, {self.planned_blocks} at build time): "
+                    "something else on this GPU holds more memory; lower max_model_len or the "
+                    "trainer's footprint, or raise gpu_memory_fraction"
                 )
-                self.num_blocks = fits
+            if abs(fits - self.num_blocks) > 0.05 * self.num_blocks:  # small drifts are not news
+                log.warning(
+                    "native engine: KV cache %d -> %d blocks (GPU memory in use by others changed)",
+                    self.num_blocks,
+                    fits,
+                )
+            self.num_blocks = fits
         spec = self.model.spec
         self.cache = KVCache(
             spec.num_layers,
