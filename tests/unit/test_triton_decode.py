@@ -8,32 +8,14 @@ test here sets it again (monkeypatch); restoring it keeps it from reaching other
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
-from types import ModuleType
 
 import pytest
 import torch
 
+from codefu.rollout.native.testing import load_interpreted
 
-def _load_interpreted() -> ModuleType:
-    spec = importlib.util.find_spec("codefu.rollout.native.triton_decode")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    old = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if old is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = old
-    return module
-
-
-td = _load_interpreted()
+td = load_interpreted("codefu.rollout.native.triton_decode")
 
 
 @pytest.fixture(autouse=True)

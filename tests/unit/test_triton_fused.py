@@ -11,9 +11,7 @@ to nearest even), so every rounding step can be an ulp off; tests/gpu checks bf1
 from __future__ import annotations
 
 import collections
-import importlib.util
-import os
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -28,25 +26,9 @@ from codefu.rollout.native.model import (
     rope_and_store_kv_torch,
     silu_mul_torch,
 )
+from codefu.rollout.native.testing import load_interpreted
 
-
-def _load_interpreted() -> ModuleType:
-    spec = importlib.util.find_spec("codefu.rollout.native.triton_fused")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    old = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if old is None:
-            del os.environ["TRITON_INTERPRET"]
-        else:
-            os.environ["TRITON_INTERPRET"] = old
-    return module
-
-
-tf = _load_interpreted()
+tf = load_interpreted("codefu.rollout.native.triton_fused")
 
 
 @pytest.fixture(autouse=True)
