@@ -2,7 +2,10 @@
 Triton decode kernel) against transformers `generate` (TransformersEngine), on random-init Qwen2.5
 architectures, in one process, each after a warm-up.
 
-One H200:   python bench/rollout.py --model 1.5b                      (about 4 minutes)
+One H200:   python bench/rollout.py --model 1.5b --engines native     (about 40 s)
+            python bench/rollout.py --model 1.5b --max-new-tokens 1024 --hf-prompts 32
+                                        (both engines, same workload: ~2 min; at the 4096 cap
+                                         transformers' batch runs for many minutes)
             python bench/rollout.py --model 7b --engines native
             python bench/rollout.py --model 1.5b --max-new-tokens 8192 --engines native
 Kernel:     python bench/rollout.py --kernel                          (decode attention bandwidth sweep)
