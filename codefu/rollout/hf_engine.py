@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from codefu.rollout.sampling import sample_step
+from codefu.rollout.sampling import make_generator, sample_step
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.model import warn_if_slow_on_cpu
 
@@ -44,7 +44,7 @@ def _generate_cache_kwarg() -> str:
     return "cache" if renamed == "cache" else "past_key_values"
 
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass
@@ -64,6 +64,18 @@ class EngineConfig:
     max_num_seqs: int = 256  # sequences decoded together at most (continuous batching)
     max_model_len: int | None = None  # prompt + response cap; None: the model's (<= 32768, <= the cache)
     cuda_graphs: bool = True  # GPU: replay CUDA graphs of the decode step (False: eager)
+
+
+def eos_ids(generation_config: Any, hf_config: Any, tokenizer: Any) -> set[int]:
+    """Token ids that end a response: the EOS ids of the generation config, the model config and the
+    tokenizer (any may be None or lack one; an id or a list of ids each)."""
+    ids: set[int] = set()
+    for source in (generation_config, hf_config, tokenizer):
+        eos = getattr(source, "eos_token_id", None) if source is not None else None
+        if eos is None:
+            continue
+        ids.update([eos] if isinstance(eos, int) else eos)
+    return ids
 
 
 class _StepSampler:
@@ -102,7 +114,7 @@ class TransformersEngine:
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.device = next(self.model.parameters()).device
-        self.eos_ids = self._eos_ids()
+        self.eos_ids = eos_ids(getattr(self.model, "generation_config", None), self.model.config, tokenizer)
         self.pad_id = self._pad_id()
 
     # ---- building -------------------------------------------------------------------------------
@@ -110,7 +122,7 @@ class TransformersEngine:
     def from_config(cls, config: EngineConfig) -> TransformersEngine:
         model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
         if config.device == "cpu":
-            warn_if_slow_on_cpu(_DTYPES[config.dtype])
+            warn_if_slow_on_cpu(DTYPES[config.dtype])
         return cls(model, tokenizer, batch_size=config.batch_size, device=config.device)
 
     @classmethod
@@ -118,15 +130,6 @@ class TransformersEngine:
         """`TransformersEngine.from_pretrained("folder" | "model.gguf", gguf_file=..., dtype=..., device=...,
         batch_size=...)`; see `EngineConfig`."""
         return cls.from_config(EngineConfig(model=str(path), **kwargs))
-
-    def _eos_ids(self) -> set[int]:
-        ids: set[int] = set()
-        for source in (getattr(self.model, "generation_config", None), self.model.config, self.tokenizer):
-            eos = getattr(source, "eos_token_id", None) if source is not None else None
-            if eos is None:
-                continue
-            ids.update([eos] if isinstance(eos, int) else eos)
-        return ids
 
     def _pad_id(self) -> int:
         for source in (self.tokenizer, getattr(self.model, "generation_config", None), self.model.config):
@@ -141,11 +144,7 @@ class TransformersEngine:
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty")
-        generator = torch.Generator(device=self.device)
-        if sampling.seed is None:
-            generator.seed()
-        else:
-            generator.manual_seed(sampling.seed)
+        generator = make_generator(self.device, sampling.seed)
         stop_ids = self.eos_ids | set(sampling.stop_token_ids)
         # Every (prompt, sample) pair is one sequence; similar lengths go together to save padding.
         items = [(pi, si) for pi in range(len(prompts)) for si in range(sampling.n)]
@@ -279,8 +278,8 @@ def load_model_and_tokenizer(
     from codefu.trainer.config import TrainerConfig
     from codefu.trainer.model import load_model
 
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     model, tokenizer = load_model(TrainerConfig(model=str(path), gguf_file=gguf_file, master_dtype=dtype))
     log.info("loaded %s%s as %s", path, f" ({gguf_file})" if gguf_file else "", dtype)
     return model, tokenizer

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from codefu.rollout.hf_engine import EngineConfig
+from codefu.rollout.hf_engine import DTYPES, EngineConfig, eos_ids
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs
 from codefu.rollout.native.host_tables import HostBlockTables
@@ -45,7 +45,6 @@ from codefu.trainer.model import warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 PENDING = -1  # a sequence's token still in flight (sampled on the device, not yet read by the host)
 DEFAULT_MAX_MODEL_LEN = 32768  # when the config does not say: the model's own limit, capped here
 MIN_PREFILL_TOKENS = 8192  # token budget of one prefill step (at least max_model_len: no chunked prefill)
@@ -78,8 +77,8 @@ class NativeEngine:
         tokenizer: Any = None,
         generation_config: Any = None,
     ) -> None:
-        if config.dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {config.dtype!r}")
+        if config.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {config.dtype!r}")
         for name in ("block_size", "max_num_seqs", "kv_cache_tokens"):
             if getattr(config, name) < 1:
                 raise ValueError(f"EngineConfig.{name} must be >= 1, got {getattr(config, name)}")
@@ -89,13 +88,13 @@ class NativeEngine:
             )
         self.config = config
         self.device = torch.device(config.device)
-        self.dtype = _DTYPES[config.dtype]
+        self.dtype = DTYPES[config.dtype]
         self.tokenizer = tokenizer
         self.block_size = config.block_size
         requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
         self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
         self.model.load_weights(state)
-        self.eos_ids = _eos_ids(hf_config, generation_config, tokenizer)
+        self.eos_ids = eos_ids(generation_config, hf_config, tokenizer)
         self.max_prefill_tokens = max(requested, MIN_PREFILL_TOKENS)
         self._activation_peak: int | None = None  # measured when the cache is sized by the memory budget
         self.num_blocks = self.planned_blocks = self._plan_cache_blocks()
@@ -139,7 +138,7 @@ class NativeEngine:
 
         hf_model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
         if torch.device(config.device).type == "cpu":
-            warn_if_slow_on_cpu(_DTYPES[config.dtype])
+            warn_if_slow_on_cpu(DTYPES[config.dtype])
         return cls.from_hf_model(hf_model, tokenizer, config)
 
     @classmethod
@@ -497,17 +496,6 @@ class NativeEngine:
 
     def _detokenize(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer is not None else ""
-
-
-def _eos_ids(hf_config: Any, generation_config: Any, tokenizer: Any) -> set[int]:
-    """EOS ids from the generation config, the model config and the tokenizer (as TransformersEngine)."""
-    ids: set[int] = set()
-    for source in (generation_config, hf_config, tokenizer):
-        eos = getattr(source, "eos_token_id", None) if source is not None else None
-        if eos is None:
-            continue
-        ids.update([eos] if isinstance(eos, int) else eos)
-    return ids
 
 
 __all__ = ["NativeEngine"]
