@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 import ray
@@ -147,21 +147,10 @@ class Roles:
         self.colocated = cfg.resources.colocate and plan.gpus > 0
         self.trainer = _trainer_group(tcfg, plan, self.pg, "trainer", options)
         self.reference = _trainer_group(tcfg, plan, self.pg, "reference", options) if kl else None
+        # the engine settings of `rollout:` are EngineConfig's fields of the same names
         r = cfg.rollout
-        engine = EngineConfig(
-            model=cfg.trainer.model,
-            gguf_file=cfg.trainer.gguf_file,
-            dtype=r.dtype,
-            device=r.device,
-            batch_size=r.batch_size,
-            engine=r.engine,
-            block_size=r.block_size,
-            gpu_memory_fraction=r.gpu_memory_fraction,
-            kv_cache_tokens=r.kv_cache_tokens,
-            max_num_seqs=r.max_num_seqs,
-            max_model_len=r.max_model_len,
-            cuda_graphs=r.cuda_graphs,
-        )
+        knobs = {f.name: getattr(r, f.name) for f in fields(EngineConfig) if hasattr(r, f.name)}
+        engine = EngineConfig(**knobs | {"model": cfg.trainer.model, "gguf_file": cfg.trainer.gguf_file})
         self.rollout = RolloutGroup(
             [
                 make_rollout_actor(
