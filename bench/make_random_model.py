@@ -3,6 +3,7 @@ the loop on machines without real weights: python bench/make_random_model.py OUT
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -12,17 +13,25 @@ from bench.train_step import MODELS  # noqa: E402
 from codefu.rollout.tiny import tiny_tokenizer  # noqa: E402
 
 
-def save_random_model(out: Path, name: str, seed: int = 0, device: str = "cpu") -> int:
-    """Save a random-init `name` (bench.train_step.MODELS) in bf16 with the tiny tokenizer; returns params."""
+def save_random_model(
+    out: Path,
+    arch: str | dict[str, Any],
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype = torch.bfloat16,
+) -> int:
+    """Save a random-init model with the tiny tokenizer; returns its parameter count. `arch`: a name of
+    bench.train_step.MODELS or such a dict (model_type plus config fields). Built on `device`: fast even
+    for 7B on a GPU."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    spec = dict(MODELS[name])
+    spec = dict(MODELS[arch] if isinstance(arch, str) else arch)
     config = AutoConfig.for_model(spec.pop("model_type"), **spec)
     torch.manual_seed(seed)
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     model.save_pretrained(out)
-    tiny_tokenizer().save_pretrained(out)  # ids < 128: a smoke run, not a language model
+    tiny_tokenizer().save_pretrained(out)  # ids < 128: the engines only need ids (unknown ones decode to "")
     return sum(p.numel() for p in model.parameters())
 
 

@@ -47,6 +47,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.make_random_model import save_random_model  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 from codefu.rollout.actor import build_engine  # noqa: E402
 from codefu.rollout.hf_engine import EngineConfig  # noqa: E402
@@ -181,22 +182,6 @@ def measure_bandwidth(device: torch.device, nbytes: int = 2**31, repeats: int = 
         best = min(best, time.perf_counter() - t)
     del src, dst
     return 2 * nbytes / best
-
-
-def save_random_model(arch: dict[str, Any], out: Path, device: torch.device, dtype: torch.dtype) -> None:
-    """A random-init model (built on `device`: fast even for 7B) and the tiny tokenizer, save_pretrained."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    from codefu.rollout.tiny import tiny_tokenizer
-
-    spec = dict(arch)
-    config = AutoConfig.for_model(spec.pop("model_type"), **spec)
-    torch.manual_seed(0)
-    with device:
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
-    model.save_pretrained(out)
-    tiny_tokenizer().save_pretrained(out)  # the engines only need ids; decoding unknown ids gives ""
-    del model
 
 
 def run_engine(name: str, config: EngineConfig, prompts: list[list[int]], sampling: SamplingParams) -> dict:
@@ -418,7 +403,7 @@ def run_engines(args: argparse.Namespace, device: torch.device, bandwidth: float
         model_dir = args.model_dir or Path(tmp) / "model"
         if not (model_dir / "config.json").exists():
             t = time.perf_counter()
-            save_random_model(arch, model_dir, device, torch.float32 if args.smoke else torch.bfloat16)
+            save_random_model(model_dir, arch, 0, device, torch.float32 if args.smoke else torch.bfloat16)
             print(f"saved a random model to {model_dir} in {time.perf_counter() - t:.0f} s")
         for name in [e.strip() for e in args.engines.split(",") if e.strip()]:
             config = engine_config(args, name, model_dir, device)

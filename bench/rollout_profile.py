@@ -19,7 +19,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.rollout import ARCHS, engine_config, parse_args, save_random_model, workload  # noqa: E402
+from bench.make_random_model import save_random_model  # noqa: E402
+from bench.rollout import ARCHS, engine_config, parse_args, workload  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 from codefu.rollout.actor import build_engine  # noqa: E402
 
@@ -35,7 +36,7 @@ def main() -> None:
     prompts, sampling = workload(args, arch["vocab_size"])
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp) / "model"
-        save_random_model(arch, model_dir, torch.device("cuda"), torch.bfloat16)
+        save_random_model(model_dir, arch, 0, "cuda")
         engine = build_engine(engine_config(args, "native", model_dir, torch.device("cuda")))
     engine.generate([p[:64] for p in prompts[:2]], sampling.__class__(n=2, max_new_tokens=16, seed=1))
     engine.start(prompts, sampling)
