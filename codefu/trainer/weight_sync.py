@@ -29,14 +29,14 @@ from torch import Tensor
 
 
 @dataclass(frozen=True)
-class Layout:
+class FlatLayout:
     """Where each tensor lives in the flat buffer: (name, shape, element offset)."""
 
     entries: tuple[tuple[str, tuple[int, ...], int], ...]
     numel: int
 
     @classmethod
-    def of(cls, shapes: Iterable[tuple[str, torch.Size | tuple[int, ...]]]) -> Layout:
+    def of(cls, shapes: Iterable[tuple[str, torch.Size | tuple[int, ...]]]) -> FlatLayout:
         entries, offset = [], 0
         for name, shape in shapes:
             shape = tuple(int(d) for d in shape)
@@ -55,7 +55,7 @@ class Layout:
 class SharedWeights:
     """What crosses the process boundary: the layout plus a CUDA IPC handle (or, on CPU, the buffer)."""
 
-    layout: Layout
+    layout: FlatLayout
     handle: Any  # (rebuild function, args) from torch's CUDA IPC reduction; None on CPU
     buffer: Tensor | None = None  # CPU only
 
@@ -71,7 +71,7 @@ class SharedWeights:
 @dataclass
 class PackedWeights:
     flat: Tensor
-    layout: Layout
+    layout: FlatLayout
 
     def share(self) -> SharedWeights:
         if self.flat.is_cuda:
@@ -91,7 +91,7 @@ def pack_weights(
     parameter, not a second full copy of the model in the master dtype."""
     from torch.distributed.tensor import DTensor
 
-    layout = Layout.of((name, t.shape) for name, t in named)
+    layout = FlatLayout.of((name, t.shape) for name, t in named)
     flat = torch.empty(layout.numel, dtype=dtype, device=device)
     views = layout.views(flat)
     for name, t in named:
@@ -99,4 +99,4 @@ def pack_weights(
     return PackedWeights(flat, layout)
 
 
-__all__ = ["Layout", "PackedWeights", "SharedWeights", "pack_weights"]
+__all__ = ["FlatLayout", "PackedWeights", "SharedWeights", "pack_weights"]

@@ -7,7 +7,7 @@ import pickle
 import pytest
 import torch
 
-from codefu.trainer.weight_sync import Layout, pack_weights
+from codefu.trainer.weight_sync import FlatLayout, pack_weights
 
 
 def test_pack_share_open_round_trip_converts_dtype_and_keeps_shapes():
@@ -24,7 +24,7 @@ def test_pack_share_open_round_trip_converts_dtype_and_keeps_shapes():
 
 
 def test_layout_views_are_views_and_a_wrong_buffer_is_an_error():
-    layout = Layout.of([("x", (2, 2)), ("y", (3,))])
+    layout = FlatLayout.of([("x", (2, 2)), ("y", (3,))])
     flat = torch.zeros(7)
     views = layout.views(flat)
     views["y"].fill_(1.0)
