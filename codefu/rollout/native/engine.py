@@ -238,6 +238,7 @@ class NativeEngine:
                 )
             self.num_blocks = fits
         spec = self.model.spec
+        self._pad = self._pad_column().numpy()  # its scratch block id is num_blocks: set once per cache
         self.cache = KVCache(
             spec.num_layers,
             self.num_blocks,
@@ -251,7 +252,7 @@ class NativeEngine:
         if self.device.type == "cuda" and self.config.cuda_graphs:
             with torch.no_grad():
                 self.graphs = DecodeGraphs(
-                    self._decode_forward, self.config.max_num_seqs, self._pad_column(), self.device
+                    self._decode_forward, self.config.max_num_seqs, torch.from_numpy(self._pad), self.device
                 )
 
     def _attach(self, cache: KVCache | None) -> None:
@@ -427,7 +428,7 @@ class NativeEngine:
         cols = bucket or n
         packed = self._inputs[self._turn][: (4 + width) * cols].view(4 + width, cols)
         packed_np = packed.numpy()
-        packed_np[:, n:] = self._pad_column(width).numpy()[:, None]
+        packed_np[:, n:] = self._pad[: 4 + width, None]
         pos = np.fromiter((s.num_tokens - 1 for s in seqs), dtype=np.int64, count=n)
         rows, tables = self.host_tables.gather(seqs, width)  # (n, width)
         packed_np[0, :n] = rows  # each sequence's slot in last_tokens: its input token is there
@@ -459,12 +460,11 @@ class NativeEngine:
         )
         return self.model(self.last_tokens[packed[0]], packed[1], meta)
 
-    def _pad_column(self, width: int | None = None) -> Tensor:
-        """A padded decode column: the spare token slot at position 0, written to and reading the
-        scratch block."""
-        width = self.max_blocks_per_seq if width is None else width
+    def _pad_column(self) -> Tensor:
+        """A padded decode column [4 + max blocks per sequence]: the spare token slot at position 0,
+        written to and reading the scratch block (a narrower batch takes its first 4 + width rows)."""
         scratch = self.num_blocks  # KVCache's extra block
-        column = torch.full((4 + width,), scratch, dtype=torch.long)
+        column = torch.full((4 + self.max_blocks_per_seq,), scratch, dtype=torch.long)
         column[:4] = torch.tensor([self.config.max_num_seqs, 0, scratch * self.block_size, 1])
         return column
 
