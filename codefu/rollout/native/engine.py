@@ -328,7 +328,7 @@ class NativeEngine:
         if not self.scheduler.done:
             work = self.scheduler.schedule()
             if isinstance(work, PrefillStep):  # tokens prefilled, counted before the placeholders
-                context = sum(len(g.prefix) for g in work.groups)
+                context = sum(g.length for g in work.groups)
             launched = self._launch(work)
         previous, self._in_flight = self._in_flight, launched
         t_wait = time.perf_counter()
@@ -383,7 +383,7 @@ class NativeEngine:
     def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor, Tensor]:
         """Run each group's prefix once; every sequence of a group samples from its last position."""
         ids, positions, slots, pad_index, last = [], [], [], [], []
-        width = max(len(g.prefix) for g in work.groups)
+        width = max(g.length for g in work.groups)
         bs = self.block_size
         for row, group in enumerate(work.groups):
             prefix, table = group.prefix, group.seqs[0].block_table

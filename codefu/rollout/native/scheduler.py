@@ -55,6 +55,11 @@ class Group:
     def prefix(self) -> list[int]:
         return self.seqs[0].all_tokens()
 
+    @property
+    def length(self) -> int:
+        """len(prefix), without building it (the scheduler asks every step while work waits)."""
+        return self.seqs[0].num_tokens
+
 
 @dataclass
 class PrefillStep:
@@ -117,7 +122,7 @@ class Scheduler:
         width = 0
         while self.waiting:
             group = self.waiting[0]
-            length = len(group.prefix)
+            length = group.length
             room = self.max_num_seqs - len(self.running)
             new_width = max(width, length)
             if room <= 0 or (len(groups) + 1) * new_width > self.max_prefill_tokens:
