@@ -4,6 +4,7 @@ and `ProblemLoader`, the seeded, resumable order in which training sees them."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from codefu.data.difficulty import PassRateRecord
 from codefu.data.schema import row_to_problem
 from codefu.data.sources.jsonl import RowError, expand, iter_objects, parse_problem
 from codefu.errors import CodefuError
@@ -83,10 +85,19 @@ class ProblemLoader:
     are always full until `epochs` (None: unlimited) run out; then it returns what is left, and an
     empty list after that. `state_dict()` is small (seed, epoch, position, a fingerprint of the problem
     names); `load_state_dict()` on a loader over the same problems resumes the exact same order.
+
+    With a `difficulty` record (the difficulty-aware sampler, difficulty.py) an epoch skips the problems
+    the record has set aside; `record()` feeds it each step's results. An epoch in which every problem
+    is set aside visits them all (a run never stalls).
     """
 
     def __init__(
-        self, problems: list[Problem], seed: int = 0, shuffle: bool = True, epochs: int | None = None
+        self,
+        problems: list[Problem],
+        seed: int = 0,
+        shuffle: bool = True,
+        epochs: int | None = None,
+        difficulty: PassRateRecord | None = None,
     ):
         if not problems:
             raise CodefuError("ProblemLoader: no problems to load")
@@ -94,6 +105,8 @@ class ProblemLoader:
         self.seed = seed
         self.shuffle = shuffle
         self.epochs = epochs
+        self.difficulty = difficulty
+        self._visited_in: dict[str, int] = {}  # problem name -> epoch of its latest visit
         self.epoch = 0
         self.position = 0  # index into the current epoch's order
         self._order = self._permutation(0)
@@ -115,14 +128,40 @@ class ProblemLoader:
 
     def next_batch(self, n: int) -> list[Problem]:
         batch: list[Problem] = []
+        skip = self._skip_filter()
         while len(batch) < n and (self.epochs is None or self.epoch < self.epochs):
-            take = min(n - len(batch), len(self.problems) - self.position)
-            batch.extend(self.problems[i] for i in self._order[self.position : self.position + take])
-            self.position += take
+            problem = self.problems[self._order[self.position]]
+            if not skip(problem):
+                batch.append(problem)
+                self._visited_in[problem.name] = self.epoch
+            self.position += 1
             if self.position == len(self.problems):
                 self.epoch, self.position = self.epoch + 1, 0
                 self._order = self._permutation(self.epoch)
+                skip = self._skip_filter()
         return batch
+
+    def _skip_filter(self) -> Callable[[Problem], bool]:
+        """The current epoch's test for set-aside problems; none when all are set aside (visit them all)."""
+        d, epoch = self.difficulty, self.epoch
+        if d is None or not any(d.eligible(p.name, epoch) for p in self.problems):
+            return lambda problem: False
+        return lambda problem: not d.eligible(problem.name, epoch)
+
+    def record(self, results: dict[str, tuple[int, int]]) -> None:
+        """This step's {problem name: (accepted samples, judged samples)} for the difficulty record."""
+        if self.difficulty is None:
+            return
+        for epoch in sorted({self._visited_in.get(name, self.epoch) for name in results}):
+            part = {k: v for k, v in results.items() if self._visited_in.get(k, self.epoch) == epoch}
+            self.difficulty.record(part, epoch)
+
+    def difficulty_metrics(self) -> dict[str, float]:
+        """data/problems_active, data/problems_too_hard, data/problems_solved (none without a record)."""
+        if self.difficulty is None:
+            return {}
+        counts = self.difficulty.counts((p.name for p in self.problems), self.epoch)
+        return {f"data/problems_{k}": float(v) for k, v in counts.items()}
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -132,7 +171,7 @@ class ProblemLoader:
             "position": self.position,
             "num_problems": len(self.problems),
             "fingerprint": self._fingerprint(),
-        }
+        } | ({"difficulty": self.difficulty.state_dict()} if self.difficulty is not None else {})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state["num_problems"] != len(self.problems) or state["fingerprint"] != self._fingerprint():
@@ -144,3 +183,5 @@ class ProblemLoader:
         self.seed, self.shuffle = state["seed"], state["shuffle"]
         self.epoch, self.position = state["epoch"], state["position"]
         self._order = self._permutation(self.epoch)
+        if self.difficulty is not None and "difficulty" in state:
+            self.difficulty.load_state_dict(state["difficulty"])

@@ -1,5 +1,6 @@
 """`codefu report RUN_DIR`: one self-contained HTML page (plots embedded as PNG data URIs, no script, no
-network) that explains a run: reward and pass rate, validation pass@k, the verdict mix, response length,
+network) that explains a run: reward and pass rate, the training pass rate per step with its rolling mean,
+validation pass@k (with its bootstrap interval where the run logs one), the verdict mix, response length,
 KL / entropy / clip fraction, time per phase, throughput, and the config it ran with.
 
 It reads only files: RUN_DIR/metrics.jsonl (a torn last line of a run still writing is skipped),
@@ -26,6 +27,7 @@ import yaml
 
 from codefu.errors import CodefuError
 from codefu.observability import metrics as M
+from codefu.observability.passk import ci_keys
 from codefu.observability.sinks import METRICS_FILE, read_metrics
 
 CONFIG_FILE = "config.yaml"
@@ -37,6 +39,8 @@ VERDICT_COLORS = {
     "OL": "#e377c2", "CE": "#7f7f7f", "NC": "#bcbd22", "SE": "#17becf",
 }
 PHASES = ("generate", "judge", "train", "sync")
+#: Steps in the training pass rate's rolling mean.
+ROLLING_WINDOW = 5
 
 
 @dataclass
@@ -123,6 +127,23 @@ def pass_at_k_keys(records: Sequence[Mapping[str, Any]]) -> list[tuple[int, str 
     return sorted(found, key=lambda t: (t[1] is not None, t[1] or "", t[0]))
 
 
+def rolling_mean(values: Sequence[float], window: int = ROLLING_WINDOW) -> list[float]:
+    """The trailing mean: out[i] = mean(values[max(0, i - window + 1) : i + 1]), so the first window - 1
+    points average what there is so far. Over the values given (the steps that have the metric)."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    return [math.fsum(values[max(0, i - window + 1) : i + 1]) / (i + 1 - max(0, i - window + 1))
+            for i in range(len(values))]
+
+
+def interval(row: Mapping[str, Any], key: str) -> tuple[float, float] | None:
+    """(low, high) of a pass@k key's bootstrap interval in one record (`ci_keys`), None without both."""
+    low, high = (row.get(k) for k in ci_keys(key))
+    if low is None or high is None or not math.isfinite(float(low)) or not math.isfinite(float(high)):
+        return None
+    return float(low), float(high)
+
+
 def with_rates(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The records with `derived_metrics` filled in where a run written before them lacks them."""
     out = []
@@ -184,6 +205,21 @@ def plot_reward(records: Sequence[Mapping[str, Any]]) -> Any | None:
     return fig
 
 
+def plot_train_pass_rate(records: Sequence[Mapping[str, Any]]) -> Any | None:
+    steps, rate = series(records, M.PASS_RATE)
+    if not steps:
+        return None
+    fig, (ax,) = _figure()
+    ax.plot(steps, [100 * v for v in rate], color="#2ca02c", alpha=0.45, linewidth=1,
+            marker="." if len(steps) < 60 else None, label="per step")
+    ax.plot(steps, [100 * v for v in rolling_mean(rate)], color="#1a6b1a", linewidth=2.2,
+            label=f"rolling mean ({ROLLING_WINDOW} steps)")
+    ax.set_ylabel("training pass rate (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8)
+    return fig
+
+
 def plot_passk(records: Sequence[Mapping[str, Any]]) -> Any | None:
     keys = pass_at_k_keys(records)
     if not keys:
@@ -196,6 +232,12 @@ def plot_passk(records: Sequence[Mapping[str, Any]]) -> Any | None:
         label = f"pass@{k}" + (f" {bucket}" if bucket else "")
         ax.plot(steps, [100 * v for v in values], marker="o", color=color[k],
                 linestyle=styles[bucket] if bucket else "-", label=label)
+        rows = {int(r["step"]): r for r in records}
+        bars = [(s, v, ci) for s, v in zip(steps, values, strict=True) if (ci := interval(rows[s], key))]
+        if bars:  # the 95% bootstrap interval over problems, where the run logs it
+            ax.errorbar([s for s, _, _ in bars], [100 * v for _, v, _ in bars], fmt="none", ecolor=color[k],
+                        capsize=3, alpha=0.7, yerr=[[100 * max(0.0, v - lo) for _, v, (lo, _) in bars],
+                                                    [100 * max(0.0, hi - v) for _, v, (_, hi) in bars]])
     ax.set_ylabel("validation pass@k (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=8, ncol=3)
@@ -292,8 +334,14 @@ class Section:
 SECTIONS: tuple[Section, ...] = (
     Section("Reward and pass rate", plot_reward, "no reward/mean or judge/pass_rate yet",
             "mean shaped reward over the step's scored samples; pass rate = AC / (samples − SE)"),
+    Section("Training pass rate", plot_train_pass_rate, "no judge/pass_rate yet",
+            "judge/pass_rate: accepted / judged samples of each step, every sample generated (dynamic "
+            f"sampling's dropped groups too), sandbox errors left out; the thick line is its trailing mean "
+            f"over {ROLLING_WINDOW} steps"),
     Section("Validation pass@k", plot_passk, "no validation yet (loop.val_every, and at the end)",
-            "unbiased pass@k on the held-out problems; one color per k, broken lines per difficulty bucket"),
+            "unbiased pass@k on the held-out problems; one color per k, broken lines per difficulty bucket; "
+            "error bars: the 95% bootstrap interval over problems, where the run logs it "
+            "(eval/pass@k_ci_low, eval/pass@k_ci_high)"),
     Section("Verdict mix", plot_verdicts, "no judge/verdict/* metrics yet",
             "share of each step's samples by verdict (SE: sandbox error, ours, not the model's)"),
     Section("Response length", plot_length, "no rollout/response_len_mean yet",
@@ -370,8 +418,12 @@ def _passk_table(records: Sequence[Mapping[str, Any]]) -> str:
     for b in buckets:
         cells = []
         for k in ks:
-            v = row.get(f"eval/pass@{k}" + (f"/{b}" if b else ""))
-            cells.append(f"<td>{'-' if v is None else f'{100 * float(v):.1f}%'}</td>")
+            key = f"eval/pass@{k}" + (f"/{b}" if b else "")
+            v, ci = row.get(key), interval(row, key)
+            text = "-" if v is None else f"{100 * float(v):.1f}%"
+            if v is not None and ci is not None:
+                text += f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+            cells.append(f"<td>{text}</td>")
         lines.append(f"<tr><th>{html.escape(b or 'all')}</th>{''.join(cells)}</tr>")
     return f"<p class=\"note\">at step {last}:</p><table><tr><th></th>{head}</tr>{''.join(lines)}</table>"
 

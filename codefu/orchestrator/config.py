@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from operator import attrgetter
 
+from codefu.data.difficulty import DifficultyConfig
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.observability.config import ObservabilityConfig
@@ -25,9 +26,11 @@ class DataConfig:
     prompts_per_step: int = 8
     seed: int = 0
     language: str = "python"
+    """Language asked for when a problem brings no prompt of its own (the starter set)."""
     max_prompt_tokens: int | None = None
     """Skip problems whose encoded prompt is longer (logged with a count); None: no cap."""
-    """Language asked for when a problem brings no prompt of its own (the starter set)."""
+    difficulty: DifficultyConfig = field(default_factory=DifficultyConfig)
+    """The difficulty-aware sampler: problems at 0% or 100% over recent visits sit out a few epochs."""
 
 
 @dataclass
@@ -121,3 +124,4 @@ def check_run_config(cfg: RunConfig) -> None:
         if not ok:
             value = attrgetter(key)(cfg)
             raise CodefuError(f"{key} must be {expected}, got {value!r}")
+    d.difficulty.check("data.difficulty")

@@ -1,9 +1,38 @@
-"""`codefu eval`: pass@k of a model on a dataset, per difficulty bucket, with the training judge.
+"""`codefu eval`: pass@k of a model on a dataset, per difficulty bucket, with the training judge, each with
+its 95% bootstrap interval over problems; with --baseline, the paired difference A - B.
 
     codefu eval --model PATH --dataset PATH [--n 8] [--k 1,8] [--out results.json]
+                [--problems NAME,NAME | --split-file FILE [--split heldout]] [--baseline B]
+                [--temperature 1.0] [--top-p 1.0] [--seed 0] [--max-problems N] ...
 
 PATH is an HF folder (e.g. a checkpoint's HF export), a .gguf file, or `smollm2` (the bundled default).
-pass@k is the unbiased estimator of Chen et al. (2021) over n samples per problem.
+pass@k is the unbiased estimator of Chen et al. (2021) over n samples per problem; its interval is the
+percentile bootstrap over problems (codefu.observability.passk), seeded by --seed.
+
+--problems evaluates only the problems so named; --split-file FILE does the same with a JSON list of
+names, or with one list of an object of named lists ({"train": [...], "heldout": [...]}) chosen by
+--split. A name the dataset lacks is an error. --max-problems then keeps the first N of those.
+
+--baseline B compares with B, paired by problem: B is a previous --out file (a path ending in .json; its
+`per_problem` is used, so it must come from this version or later) or a model (PATH or smollm2), then
+sampled here on the same problems with the same seed and sampling. Only the problems both have are
+compared; how many each side has alone is printed and written.
+
+The --out JSON (`buckets`, `verdicts` and the rest as before; `ci95`, `per_problem`, `sampling`,
+`comparison` added beside them, so a reader of the old keys sees no change):
+
+    {"model": PATH, "dataset": PATH, "n": 8, "ks": [1, 8],
+     "buckets": {"all": {"problems": 24, "pass@1": 0.21, "pass@8": 0.5}, "easy": {...}},
+     "ci95": {"all": {"pass@1": [0.15, 0.28], "pass@8": [0.33, 0.67]}, "easy": {...}},
+     "per_problem": {"square-number": 3, ...},     # accepted samples of the n, every problem evaluated
+     "verdicts": {"WA": 120, ...}, "seconds": 81.2,
+     "sampling": {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 512, "seed": 0},
+     "comparison": {                               # with --baseline only
+         "baseline": B, "baseline_model": ..., "baseline_n": 8,
+         "problems": 24, "only_a": 0, "only_b": 0,  # compared; evaluated here only; in B only
+         "pass@1": {"diff": 0.083, "ci95": [0.021, 0.150], "a": 0.29, "b": 0.21,
+                    "better": 7, "worse": 1, "equal": 16}, ...,
+         "baseline_result": {...}}}                # a model baseline's own result, laid out as above
 """
 
 from __future__ import annotations
@@ -11,16 +40,19 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
 from codefu.errors import CodefuError
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS
-from codefu.observability.passk import by_bucket, pass_at_k_table
+from codefu.observability.passk import by_bucket, paired_difference, pass_at_k_ci, pass_at_k_table
 from codefu.types import Problem, Status
 
 
@@ -38,6 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-problems", type=int, default=None)
     p.add_argument("--max-new-tokens", type=int, default=512)
     p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling; 1.0: off")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
@@ -45,6 +78,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reward", default="codefu", choices=sorted(REWARDS))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the results as JSON here")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--problems", default=None, help="comma-separated problem names: evaluate only these")
+    which.add_argument("--split-file", default=None,
+                       help='JSON list of problem names, or {"train": [...], "heldout": [...]} with --split')
+    p.add_argument("--split", default=None, help="which list of --split-file's object, e.g. heldout")
+    p.add_argument("--baseline", default=None,
+                   help="a previous --out .json of this dataset, or a model (PATH, smollm2), to compare with")
     p.set_defaults(run=run)
 
 
@@ -70,60 +110,243 @@ def passk_by_bucket(correct: dict[str, int], buckets: dict[str, str], n: int, ks
     }
 
 
-def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.WARNING)
-    ks = sorted({int(k) for k in args.k.split(",")})
-    if not ks or ks[0] < 1 or ks[-1] > args.n:
-        raise CodefuError(f"--k {args.k}: every k must be between 1 and --n {args.n}")
-    from codefu.data.loader import load_problems
-    from codefu.data.starter import load_starter_problems
+def results_of(per_problem: Mapping[str, int], n: int) -> dict[str, list[bool]]:
+    """{problem: [True] * accepted + [False] * (n - accepted)}: what the pass@k functions take."""
+    return {name: [True] * c + [False] * (n - c) for name, c in per_problem.items()}
+
+
+def ci_by_bucket(
+    correct: Mapping[str, int], buckets: Mapping[str, str], n: int, ks: list[int], seed: int = 0
+) -> dict[str, dict[str, list[float]]]:
+    """{bucket: {"pass@k": [low, high]}}: the 95% bootstrap interval over problems of each cell of
+    passk_by_bucket(correct, buckets, n, ks), the same rows (pure)."""
+    results = results_of({name: correct.get(name, 0) for name in buckets}, n)
+    groups: dict[str, dict[str, list[bool]]] = defaultdict(dict)
+    for name, label in buckets.items():
+        if label != "all":
+            groups[label][name] = results[name]
+    groups["all"] = results
+    return {
+        b: {f"pass@{k}": list(pass_at_k_ci(g, k, seed=seed)) for k in ks} for b, g in sorted(groups.items())
+    }
+
+
+def compare(
+    a: Mapping[str, int], a_n: int, b: Mapping[str, int], b_n: int, ks: list[int], seed: int = 0
+) -> dict[str, Any]:
+    """A - B per k over the problems both have, from accepted counts of a_n and b_n samples (pure):
+    {"problems": P, "only_a": int, "only_b": int, "pass@k": {"diff", "ci95": [low, high], "a", "b",
+    "better", "worse", "equal"}, ...}. CodefuError when no problem is shared or a side has fewer than k
+    samples."""
+    ra, rb = results_of(a, a_n), results_of(b, b_n)
+    out: dict[str, Any] = {}
+    for k in ks:
+        try:
+            d = paired_difference(ra, rb, k, seed=seed)
+        except ValueError as e:
+            raise CodefuError(f"--baseline: {e}") from None
+        out |= {"problems": d["problems"], "only_a": d["only_a"], "only_b": d["only_b"]}
+        out[f"pass@{k}"] = {"diff": d["diff"], "ci95": [d["ci_low"], d["ci_high"]], "a": d["a"], "b": d["b"],
+                            "better": d["better"], "worse": d["worse"], "equal": d["equal"]}
+    return out
+
+
+def format_comparison(comparison: Mapping[str, Any], ks: list[int]) -> list[str]:
+    """One line per k: "pass@1  A - B: +0.083 [+0.021, +0.150] over 24 problems (A better on 7, worse on 1,
+    equal on 16)"."""
+    lines = []
+    for k in ks:
+        c = comparison[f"pass@{k}"]
+        lo, hi = c["ci95"]
+        lines.append(f"{'pass@' + str(k):<8}A - B: {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] over "
+                     f"{comparison['problems']} problems (A better on {c['better']}, worse on {c['worse']}, "
+                     f"equal on {c['equal']})")
+    return lines
+
+
+def split_names(path: str, split: str | None) -> list[str]:
+    """The problem names of a split file: a JSON list of names, or an object of such lists with `split`
+    naming one. CodefuError naming the file for anything else."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise CodefuError(f"--split-file {path}: {e}") from None
+    if isinstance(data, dict):
+        if split is None or split not in data:
+            raise CodefuError(f"--split-file {path} holds the splits {sorted(data)}: choose one with --split"
+                              + ("" if split is None else f" (no split {split!r})"))
+        data = data[split]
+    elif split is not None:
+        raise CodefuError(f"--split {split}: --split-file {path} is one list of names, not named splits")
+    if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
+        raise CodefuError(f"--split-file {path}: expected a list of problem names"
+                          + (f" under {split!r}" if split else ""))
+    return data
+
+
+def select_problems(problems: list[Problem], names: list[str], source: str) -> list[Problem]:
+    """The problems named, in the dataset's order (pure). CodefuError naming the names the dataset lacks."""
+    have = {p.name for p in problems}
+    missing = [name for name in dict.fromkeys(names) if name not in have]
+    if missing:
+        raise CodefuError(f"{source}: {len(missing)} of {len(set(names))} problem names are not in the "
+                          f"dataset, e.g. {missing[:5]}")
+    wanted = set(names)
+    return [p for p in problems if p.name in wanted]
+
+
+def load_baseline(path: str, dataset: str, sampling: Mapping[str, Any]) -> dict[str, Any]:
+    """A previous --out file, checked for `per_problem` and `n`; warns on stderr when its dataset or
+    sampling differs from this run's (the comparison is then of more than the models)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise CodefuError(f"--baseline {path}: {e}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("per_problem"), dict) or not isinstance(
+        data.get("n"), int
+    ):
+        raise CodefuError(f"--baseline {path}: no per_problem and n (an --out file of an older codefu "
+                          "eval?); evaluate the baseline again")
+    n = data["n"]
+    bad = [name for name, c in data["per_problem"].items() if not isinstance(c, int) or not 0 <= c <= n]
+    if bad:
+        raise CodefuError(f"--baseline {path}: per_problem counts outside 0..n={n} for {bad[:5]}")
+    if data.get("dataset") != dataset:
+        print(f"warning: --baseline {path} was evaluated on {data.get('dataset')!r}, this on {dataset!r}",
+              file=sys.stderr)
+    theirs = data.get("sampling")
+    if isinstance(theirs, dict):
+        differ = {k: (theirs.get(k), v) for k, v in sampling.items() if theirs.get(k) != v}
+        if differ:
+            print(f"warning: --baseline {path} sampled differently (baseline, this): {differ}",
+                  file=sys.stderr)
+    return data
+
+
+def sample_and_judge(
+    model_arg: str, problems: list[Problem], args: argparse.Namespace, judge: Judge, label: str = ""
+) -> tuple[dict[str, int], dict[str, int]]:
+    """({problem: accepted samples}, {verdict: samples}) of one model: n samples per problem, judged."""
     from codefu.models import smollm2_gguf
     from codefu.rollout.hf_engine import TransformersEngine
     from codefu.rollout.prompts import encode_prompt
     from codefu.rollout.types import SamplingParams
 
-    problems = load_starter_problems() if args.dataset == "starter" else load_problems(args.dataset)
-    problems = problems[: args.max_problems]
-    for p in problems:
-        if p.prompt is None:
-            p.preferred_language = args.language
-    model = str(smollm2_gguf()) if args.model == "smollm2" else args.model
+    model = str(smollm2_gguf()) if model_arg == "smollm2" else model_arg
     engine = TransformersEngine.from_pretrained(
         model, dtype=args.dtype, device=args.device, batch_size=args.batch_size
     )
-    sampling = SamplingParams(
-        n=args.n, temperature=args.temperature, max_new_tokens=args.max_new_tokens, seed=args.seed
-    )
-    start = time.monotonic()
+    sampling = SamplingParams(n=args.n, temperature=args.temperature, top_p=args.top_p,
+                              max_new_tokens=args.max_new_tokens, seed=args.seed)
     completions = []
     per_call = max(1, args.batch_size // args.n)  # whole GRPO-style groups per engine call
-    with tqdm(total=len(problems), unit="problem", desc="generate", disable=None) as bar:
+    with tqdm(total=len(problems), unit="problem", desc=f"generate{label}", disable=None) as bar:
         for i in range(0, len(problems), per_call):
             chunk = problems[i : i + per_call]
             out = engine.generate([encode_prompt(engine.tokenizer, p) for p in chunk], sampling)
             completions += [(chunk[c.prompt_index], c) for c in out]
             bar.update(len(chunk))
-    correct: dict[str, int] = defaultdict(int)
+    del engine
+    correct: dict[str, int] = {p.name: 0 for p in problems}
     statuses: dict[str, int] = defaultdict(int)
-    with Judge(JudgeConfig(reward=args.reward)) as judge:
-        items = [(p, c.text) for p, c in completions]
-        for i, verdict in tqdm(judge.judge_many(items), total=len(items), desc="judge", disable=None):
-            statuses[verdict.status.value] += 1
-            correct[items[i][0].name] += verdict.status is Status.ACCEPTED
-    table = passk_by_bucket(correct, {p.name: bucket_of(p) for p in problems}, args.n, ks)
-    print(f"{'bucket':<10}{'problems':>9}" + "".join(f"{'pass@' + str(k):>10}" for k in ks))
+    items = [(p, c.text) for p, c in completions]
+    for i, verdict in tqdm(judge.judge_many(items), total=len(items), desc=f"judge{label}", disable=None):
+        statuses[verdict.status.value] += 1
+        correct[items[i][0].name] += verdict.status is Status.ACCEPTED
+    return correct, dict(statuses)
+
+
+def print_table(table: Mapping[str, Mapping[str, Any]], ci95: Mapping[str, Mapping[str, list[float]]],
+                ks: list[int]) -> None:
+    width = 24
+    print(f"{'bucket':<10}{'problems':>9}" + "".join(f"{'pass@' + str(k):>{width}}" for k in ks))
     for bucket, row in table.items():
-        print(f"{bucket:<10}{row['problems']:>9}" + "".join(f"{row[f'pass@{k}']:>10.4f}" for k in ks))
+        cells = []
+        for k in ks:
+            lo, hi = ci95[bucket][f"pass@{k}"]
+            cells.append(f"{row[f'pass@{k}']:.4f} [{lo:.3f}, {hi:.3f}]".rjust(width))
+        print(f"{bucket:<10}{row['problems']:>9}" + "".join(cells))
+    print("[low, high]: 95% bootstrap interval over problems")
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING)
+    ks = sorted({int(k) for k in args.k.split(",")})
+    if not ks or ks[0] < 1 or ks[-1] > args.n:
+        raise CodefuError(f"--k {args.k}: every k must be between 1 and --n {args.n}")
+    if not 0.0 < args.top_p <= 1.0:
+        raise CodefuError(f"--top-p {args.top_p}: must be in (0, 1]")
+    if args.split is not None and args.split_file is None:
+        raise CodefuError("--split needs --split-file")
+    from codefu.data.loader import load_problems
+    from codefu.data.starter import load_starter_problems
+
+    sampling_info = {"temperature": args.temperature, "top_p": args.top_p,
+                     "max_new_tokens": args.max_new_tokens, "seed": args.seed}
+    baseline_file = None
+    if args.baseline is not None and args.baseline.endswith(".json"):
+        baseline_file = load_baseline(args.baseline, args.dataset, sampling_info)
+    problems = load_starter_problems() if args.dataset == "starter" else load_problems(args.dataset)
+    if args.problems is not None:
+        names = [x for x in (s.strip() for s in args.problems.split(",")) if x]
+        problems = select_problems(problems, names, "--problems")
+    elif args.split_file is not None:
+        names = split_names(args.split_file, args.split)
+        problems = select_problems(problems, names, f"--split-file {args.split_file}")
+    problems = problems[: args.max_problems]
+    if not problems:
+        raise CodefuError(f"no problems to evaluate in {args.dataset}")
+    for p in problems:
+        if p.prompt is None:
+            p.preferred_language = args.language
+    start = time.monotonic()
+    buckets = {p.name: bucket_of(p) for p in problems}
+    baseline_counts = None
+    with Judge(JudgeConfig(reward=args.reward)) as judge:
+        correct, statuses = sample_and_judge(args.model, problems, args, judge)
+        if args.baseline is not None and baseline_file is None:
+            baseline_counts = sample_and_judge(args.baseline, problems, args, judge, label=" (baseline)")
+    table = passk_by_bucket(correct, buckets, args.n, ks)
+    ci95 = ci_by_bucket(correct, buckets, args.n, ks, seed=args.seed)
+    print_table(table, ci95, ks)
     print("verdicts: " + ", ".join(f"{s} {n}" for s, n in sorted(statuses.items(), key=lambda x: -x[1])))
-    result = {
+    result: dict[str, Any] = {
         "model": args.model,
         "dataset": args.dataset,
         "n": args.n,
         "ks": ks,
         "buckets": table,
-        "verdicts": dict(statuses),
+        "verdicts": statuses,
         "seconds": round(time.monotonic() - start, 1),
+        "ci95": ci95,
+        "per_problem": correct,
+        "sampling": sampling_info,
     }
+    if args.baseline is not None:
+        if baseline_file is not None:
+            b_counts, b_n = baseline_file["per_problem"], baseline_file["n"]
+            b_model, b_result = baseline_file.get("model"), None
+        else:
+            b_counts, b_statuses = baseline_counts
+            b_n, b_model = args.n, args.baseline
+            b_table = passk_by_bucket(b_counts, buckets, args.n, ks)
+            b_ci95 = ci_by_bucket(b_counts, buckets, args.n, ks, seed=args.seed)
+            print(f"baseline {args.baseline}:")
+            print_table(b_table, b_ci95, ks)
+            b_result = {"model": args.baseline, "dataset": args.dataset, "n": args.n, "ks": ks,
+                        "buckets": b_table, "verdicts": b_statuses, "ci95": b_ci95, "per_problem": b_counts,
+                        "sampling": sampling_info}
+        comparison = {"baseline": args.baseline, "baseline_model": b_model, "baseline_n": b_n}
+        comparison |= compare(correct, args.n, b_counts, b_n, ks, seed=args.seed)
+        print(f"A = {args.model}, B = {args.baseline}")
+        if comparison["only_a"] or comparison["only_b"]:
+            print(f"compared on the {comparison['problems']} problems both have: {comparison['only_a']} "
+                  f"evaluated here only, {comparison['only_b']} in the baseline only")
+        for line in format_comparison(comparison, ks):
+            print(line)
+        if b_result is not None:
+            comparison["baseline_result"] = b_result
+        result["comparison"] = comparison
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -18,6 +18,7 @@ import torch
 from tqdm import tqdm
 
 from codefu.algo.grpo import group_advantages
+from codefu.data.difficulty import PassRateRecord
 from codefu.data.loader import ProblemLoader
 from codefu.errors import CodefuError
 from codefu.observability import metrics as M
@@ -46,6 +47,7 @@ class Sampled:
     scores: list[Score] = field(default_factory=list)
     groups: list[int] = field(default_factory=list)
     all_scores: list[Score] = field(default_factory=list)  # before dynamic sampling dropped any
+    all_problems: list[Problem] = field(default_factory=list)  # the owner of each of all_scores
     generated_tokens: int = 0  # response tokens of every completion, dropped ones included
 
 
@@ -65,7 +67,8 @@ def train(
     train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
     roles = Roles(cfg)
-    loader = ProblemLoader(train_problems, seed=cfg.data.seed)
+    difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
+    loader = ProblemLoader(train_problems, seed=cfg.data.seed, difficulty=difficulty)
     start = 0
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
     if checkpoint is not None:
@@ -83,7 +86,8 @@ def train(
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
             timer = StepTimer()
             sampled = sample_step(cfg, roles, scorer, loader, encode, step, timer)
-            metrics = step_metrics(sampled)
+            loader.record(pass_counts(sampled.all_problems, sampled.all_scores))
+            metrics = step_metrics(sampled) | loader.difficulty_metrics()
             if sampled.completions:
                 metrics |= update_step(cfg, roles, sampled, timer)
             metrics |= timer.metrics()
@@ -120,6 +124,7 @@ def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, ti
             scores = scorer.score(owners, [c.text for c in completions])
         groups = [r * want + c.prompt_index for c in completions]
         out.all_scores += scores
+        out.all_problems += owners
         keep = mixed_groups([s.passed for s in scores], groups) if cfg.algo.dynamic_sampling else set(groups)
         for c, p, s, g in zip(completions, owners, scores, groups, strict=True):
             if g in keep:
@@ -153,6 +158,19 @@ def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer
     return metrics
 
 
+def pass_counts(problems: list[Problem], scores: list[Score]) -> dict[str, tuple[int, int]]:
+    """{problem name: (accepted samples, judged samples)}; samples without a reward (the judge's own
+    errors) are not counted."""
+    out: dict[str, tuple[int, int]] = {}
+    for p, s in zip(problems, scores, strict=True):
+        accepted, judged = out.get(p.name, (0, 0))
+        if s.reward is not None:
+            out[p.name] = (accepted + int(s.passed), judged + 1)
+        else:
+            out[p.name] = (accepted, judged)
+    return out
+
+
 def step_metrics(sampled: Sampled) -> dict[str, float]:
     scores = sampled.all_scores
     rewards = [s.reward for s in scores if s.reward is not None]
@@ -178,7 +196,11 @@ def validate(cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, ste
     results: dict[str, list[bool]] = {p.name: [] for p in problems}
     for c, s in zip(completions, scores, strict=True):
         results[problems[c.prompt_index].name].append(s.passed)
-    out = passk_metrics(pass_at_k_table(results, sorted({1, n})))
+    from codefu.observability.passk import passk_ci_metrics
+
+    ks = sorted({1, n})
+    out = passk_metrics(pass_at_k_table(results, ks))
+    out |= passk_ci_metrics(results, ks, seed=cfg.loop.seed)  # eval/pass@k_ci_low, _ci_high: 95% bootstrap
     rewards = [s.reward for s in scores if s.reward is not None]
     out["eval/reward_mean"] = sum(rewards) / max(1, len(rewards))
     return out

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from codefu.data.difficulty import DifficultyConfig
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
 from codefu.orchestrator.config import AlgoConfig, DataConfig, LoopConfig, RolloutConfig, RunConfig
@@ -47,9 +48,11 @@ def toy_model_dir(path: Path) -> Path:
     return path
 
 
-def toy_config(model_dir: Path, steps: int, save_every: int = 0, recompute: bool = True) -> RunConfig:
+def toy_config(
+    model_dir: Path, steps: int, save_every: int = 0, recompute: bool = True, difficulty: bool = False
+) -> RunConfig:
     return RunConfig(
-        data=DataConfig(prompts_per_step=4),
+        data=DataConfig(prompts_per_step=4, difficulty=DifficultyConfig(difficulty, window=1, retry_after=1)),
         rollout=RolloutConfig(n=8, max_new_tokens=8, batch_size=32),
         algo=AlgoConfig(recompute_logprobs=recompute),
         trainer=TrainerConfig(model=str(model_dir), lr=3e-2, gradient_checkpointing=False, weight_decay=0.0),
@@ -94,7 +97,8 @@ def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypat
 
 def test_sigkill_mid_run_then_resume_redoes_only_steps_since_the_checkpoint(tmp_path):
     """The driver dies with SIGKILL after step 3 (checkpoint at step 2); the resumed run redoes step 3
-    identically (same data order and sampling seeds) and the metrics file has no gap or duplicate."""
+    identically (same data order, difficulty record and sampling seeds) and the metrics file has no gap
+    or duplicate."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     script = [sys.executable, str(Path(__file__).parent / "toy_train.py"), str(run_dir), "6"]
@@ -130,3 +134,5 @@ def test_sigkill_mid_run_then_resume_redoes_only_steps_since_the_checkpoint(tmp_
             assert r["time"] > before[r["step"]]["time"]
             # bit-identical in every run seen; a tolerance keeps thread-order float noise from failing it
             assert r["reward/mean"] == pytest.approx(before[r["step"]]["reward/mean"], abs=0.02)
+        for key in ("data/problems_active", "data/problems_too_hard", "data/problems_solved"):
+            assert r[key] == before.get(r["step"], r)[key]  # the difficulty record resumed exactly

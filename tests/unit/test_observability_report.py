@@ -13,11 +13,16 @@ from codefu.cli import main
 from codefu.config import dump_yaml
 from codefu.observability.metrics import summary_stats, verdict_metrics
 from codefu.observability.report import (
+    ROLLING_WINDOW,
     SECTIONS,
+    interval,
     load_run,
     pass_at_k_keys,
+    plot_passk,
+    plot_train_pass_rate,
     render_html,
     render_plots,
+    rolling_mean,
     run_status,
     series,
     write_report,
@@ -44,7 +49,10 @@ def make_run(run_dir: Path, steps: int, total: int = 20, val_every: int = 5, see
                   "timing/generate_s": 30.0, "timing/judge_s": 8.0, "timing/train_s": 7.0, "timing/sync_s": 1.0,
                   "timing/step_s": 46.5, "rollout/kept_samples": 32.0}
             if step % val_every == 0:
-                m |= {"eval/pass@1": p * 0.8, "eval/pass@4": p, "eval/pass@1/easy": p, "eval/pass@4/easy": p}
+                m |= {"eval/pass@1": p * 0.8, "eval/pass@4": p, "eval/pass@1/easy": p, "eval/pass@4/easy": p,
+                      # the loop's intervals (passk_metrics_with_ci), for the whole set only
+                      "eval/pass@1_ci_low": p * 0.6, "eval/pass@1_ci_high": p * 0.95,
+                      "eval/pass@4_ci_low": p * 0.8, "eval/pass@4_ci_high": min(1.0, p * 1.15)}
             sink.write(step, m)
             if step % 10 == 0:
                 (run_dir / "checkpoints" / f"step_{step:08d}").mkdir(parents=True)
@@ -75,8 +83,11 @@ def test_finished_run_has_every_plot_and_its_config(tmp_path):
     assert "checkpoints at steps 10, 20" in page
     assert "val_every: 5" in page  # the config as saved
     assert "<script" not in page and "http://" not in page and "https://" not in page  # self-contained
-    # the pass@k table of the last validation
+    # the pass@k table of the last validation, with the interval where the run logged one
     assert re.search(r"at step 20:.*<th>pass@1</th><th>pass@4</th>.*<th>easy</th>", page, re.S)
+    assert "<td>72.0% [54.0, 85.5]</td><td>90.0% [72.0, 100.0]</td>" in page  # p = 0.9 at step 20
+    assert "<td>90.0%</td><td>90.0%</td>" in page  # easy: no interval logged
+    assert "trailing mean over 5 steps" in page
 
 
 def test_a_run_still_writing_reports_what_it_has(tmp_path):
@@ -125,3 +136,45 @@ def test_codefu_report_cli(tmp_path, capsys):
 @pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.title)
 def test_each_plot_is_none_without_its_metrics(section):
     assert section.plot([{"step": 1, "optim/lr": 1e-6}]) is None
+
+
+def test_rolling_mean_by_hand():
+    assert rolling_mean([0, 1, 2, 3, 4, 5, 6], window=5) == [0, 0.5, 1, 1.5, 2, 3, 4]
+    assert rolling_mean([0.25], window=5) == [0.25] and rolling_mean([]) == []
+    assert rolling_mean([1, 3], window=1) == [1, 3] and ROLLING_WINDOW == 5
+    with pytest.raises(ValueError):
+        rolling_mean([1], window=0)
+
+
+def test_training_pass_rate_plot_draws_the_rate_and_its_rolling_mean():
+    rates = [0.1, 0.3, 0.2, 0.4, 0.5, 0.3, 0.6, None, 0.7]  # step 8 lost its value (null in the file)
+    records = [{"step": i + 1, "judge/pass_rate": r} for i, r in enumerate(rates)]
+    fig = plot_train_pass_rate(records)
+    raw, smooth = fig.axes[0].get_lines()
+    assert list(raw.get_xdata()) == [1, 2, 3, 4, 5, 6, 7, 9]
+    kept = [r for r in rates if r is not None]
+    assert list(smooth.get_ydata()) == pytest.approx([100 * v for v in rolling_mean(kept)])
+    assert smooth.get_ydata()[-1] == pytest.approx(100 * (0.4 + 0.5 + 0.3 + 0.6 + 0.7) / 5)
+    assert "rolling mean (5 steps)" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_validation_plot_draws_intervals_only_where_logged():
+    from matplotlib.container import ErrorbarContainer
+
+    records = [
+        {"step": 5, "eval/pass@1": 0.2, "eval/pass@1_ci_low": 0.1, "eval/pass@1_ci_high": 0.3,
+         "eval/pass@8": 0.5, "eval/pass@1/easy": 0.4},
+        {"step": 10, "eval/pass@1": 0.3, "eval/pass@1_ci_low": None, "eval/pass@1_ci_high": 0.4,
+         "eval/pass@8": 0.6, "eval/pass@8_ci_low": 0.5, "eval/pass@8_ci_high": 0.7, "eval/pass@1/easy": 0.5},
+    ]
+    assert interval(records[0], "eval/pass@1") == (0.1, 0.3)
+    assert interval(records[1], "eval/pass@1") is None  # one end null: no bar
+    assert interval(records[0], "eval/pass@1/easy") is None
+    fig = plot_passk(records)
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 2  # pass@1 at step 5, pass@8 at step 10; none for the bucket
+    (seg,) = bars[0].lines[2][0].get_segments()
+    assert seg.ravel().tolist() == pytest.approx([5, 10, 5, 30])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["pass@1", "pass@8", "pass@1 easy"]  # the bars add no legend entry
+    assert plot_passk([{"step": 1, "eval/pass@1_ci_low": 0.1, "eval/pass@1_ci_high": 0.2}]) is None

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from codefu.data.loader import load_problems
 from codefu.data.starter import load_starter_problems, load_starter_records, starter_path
 from codefu.types import Problem, TestCase
 
@@ -18,6 +19,8 @@ MAX_TEST_BYTES = 200 * 1024
 MAX_SET_BYTES = 4 * 1024 * 1024
 LARGE_TEST_BYTES = 1000  # a private test at least this big (input + output) counts as large ...
 LARGE_NUMBER_DIGITS = 9  # ... and so does one holding a number near the limits of a scalar problem
+LEVELS = (1, 2, 3, 4)  # the ladder's levels (extra.level)
+MIN_PER_LEVEL = 5
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,7 @@ def test_count_and_unique_names(records):
     assert len(set(names)) == len(names)
     for n in names:
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", n), n
+    assert [(a, b) for a in names for b in names if a != b and b.startswith(a)] == []  # prefix-free
 
 
 def test_every_line_is_json(records):
@@ -62,7 +66,7 @@ def test_fields(records):
         "public_tests", "private_tests", "solutions", "wrong_solutions",
     }
     for r in records:
-        assert keys <= set(r), r["name"]
+        assert keys <= set(r) <= keys | {"extra"}, r["name"]
         assert r["rating"] == 800
         assert r["time_limit_s"] in (1.0, 2.0)
         assert r["memory_limit_bytes"] == 256 * 1024 * 1024
@@ -128,3 +132,30 @@ def test_loader(problems, records):
         assert len(p.private_tests) == len(r["private_tests"])
         assert set(p.extra["solutions"]) == {"cpp", "python"}
         assert p.extra["wrong_solutions"] == r["wrong_solutions"]
+        assert p.extra.get("level") == r.get("extra", {}).get("level")
+
+
+def _level(r: dict) -> int | None:
+    return r.get("extra", {}).get("level")
+
+
+def test_levels(records):
+    """The original problems have no level; the ladder follows them, every problem with a level 1-4."""
+    for r in records:
+        if "extra" in r:
+            assert set(r["extra"]) == {"level"}, r["name"]
+            assert type(r["extra"]["level"]) is int and r["extra"]["level"] in LEVELS, r["name"]
+    levels = [_level(r) for r in records]
+    first = next(i for i, lv in enumerate(levels) if lv is not None)
+    assert first >= 40 and None not in levels[first:]  # the ladder is appended after the original set
+    for lv in LEVELS:
+        assert levels.count(lv) >= MIN_PER_LEVEL, lv
+
+
+def test_jsonl_loader_reads_the_file(records):
+    """The file is also valid problems-JSONL (load_problems rejects unknown fields), level included."""
+    problems = load_problems(starter_path())
+    assert [p.name for p in problems] == [r["name"] for r in records]
+    for p, r in zip(problems, records, strict=True):
+        assert p.extra.get("level") == _level(r)
+        assert len(p.public_tests) == len(r["public_tests"]) and len(p.private_tests) == len(r["private_tests"])

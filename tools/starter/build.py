@@ -1,10 +1,11 @@
 """Builds codefu/data/starter/problems.jsonl from the definitions in tools/starter/specs/.
 
-    python tools/starter/build.py [--only NAME ...] [--jobs N]
+    python tools/starter/build.py [--out PATH] [--jobs N]
 
 For every problem: generates the private inputs with the problem's fixed seed, runs the Python
 reference to get the expected outputs, checks that the C++ reference prints the same tokens, checks the
-size limits, and writes one JSON object per line. Deterministic: rebuilding gives the same file.
+size limits, and writes one JSON object per line. Deterministic: rebuilding gives the same file. A
+problem with a ladder level gets a last key "extra": {"level": N}; the others have no "extra".
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def build_one(spec: Spec, runner: Runner) -> dict:
     dup = [t["input"][:40] for t in private if t["input"] in seen]
     if dup:
         print(f"warning: {spec.name}: public examples repeated as private tests: {dup}", file=sys.stderr)
-    return {
+    record = {
         "name": spec.name,
         "statement": statement(spec, [(t["input"], t["output"]) for t in public]),
         "rating": RATING,
@@ -79,6 +80,9 @@ def build_one(spec: Spec, runner: Runner) -> dict:
             {"language": w.language, "source": w.source, "flaw": w.flaw} for w in spec.wrong
         ],
     }
+    if spec.level is not None:
+        record["extra"] = {"level": spec.level}
+    return record
 
 
 def main() -> int:
@@ -90,6 +94,9 @@ def main() -> int:
     names = [s.name for s in ALL]
     if len(set(names)) != len(names):
         raise SystemExit(f"duplicate problem names: {sorted(n for n in names if names.count(n) > 1)}")
+    prefixes = sorted((a, b) for a in names for b in names if a != b and b.startswith(a))
+    if prefixes:
+        raise SystemExit(f"a problem name is a prefix of another: {prefixes}")
     runner = Runner()
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -24,6 +24,7 @@ RATING = 800
 MEMORY_LIMIT = 256 * 1024 * 1024
 MAX_TEST_BYTES = 200 * 1024  # input + output of one test
 MAX_SET_BYTES = 4 * 1024 * 1024  # the whole JSONL
+LEVELS = (1, 2, 3, 4)  # the ladder's levels, easiest first
 
 
 def src(text: str) -> str:
@@ -44,6 +45,8 @@ class Spec:
 
     `gen(rng)` returns the private (hidden) test inputs, deterministic for the given rng; the expected
     outputs are produced by running the Python reference and cross-checked against the C++ one.
+    `level` (1-4) places a problem on the ladder of specs/ladder.py; build.py writes it as
+    {"extra": {"level": N}}, which the problems-JSONL schema keeps in Problem.extra. None: no level.
     """
 
     name: str
@@ -59,6 +62,11 @@ class Spec:
     gen: Callable[[random.Random], list[str]]
     notes: list[str] = field(default_factory=list)  # optional explanation per public example
     time_limit_s: float = 1.0
+    level: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.level is not None and self.level not in LEVELS:
+            raise ValueError(f"{self.name}: level must be one of {LEVELS}, not {self.level!r}")
 
     def rng(self) -> random.Random:
         return random.Random(f"codefu-starter:{self.name}")

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from common import Spec
 
-from specs import lists, numbers, strings
+from specs import ladder, lists, numbers, strings
 
-ALL: list[Spec] = [*numbers.SPECS, *strings.SPECS, *lists.SPECS]
+ALL: list[Spec] = [*numbers.SPECS, *strings.SPECS, *lists.SPECS, *ladder.SPECS]
