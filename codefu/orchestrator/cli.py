@@ -99,6 +99,9 @@ def resolve_model(cfg: RunConfig) -> RunConfig:
 
 
 def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
+    """(training, held-out) problems. The starter set has a recorded split (codefu/data/starter/split.json);
+    another dataset without `data.val` gives `data.val_fraction` of its problems, drawn with `data.seed`."""
+
     def load(source: str) -> list[Problem]:
         if source == "starter":
             from codefu.data.starter import load_starter_problems
@@ -112,6 +115,12 @@ def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     for p in problems:
         if p.prompt is None:
             p.preferred_language = cfg.data.language  # type: ignore[assignment]
+    if cfg.data.train == "starter":
+        from codefu.data.starter import starter_split
+
+        heldout = set(starter_split()["heldout"])
+        train = [p for p in problems if p.name not in heldout]
+        return train, ([p for p in problems if p.name in heldout] if cfg.data.val is None else load(cfg.data.val))
     if cfg.data.val is not None:
         return problems, load(cfg.data.val)
     import random

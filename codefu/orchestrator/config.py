@@ -19,10 +19,13 @@ from codefu.trainer.config import TrainerConfig
 @dataclass
 class DataConfig:
     train: str = "starter"
-    """Problems to train on: "starter" (the bundled set) or a verl-schema parquet / problems JSONL path."""
+    """Problems to train on: "starter" (the bundled set, minus its recorded held-out split) or a verl-schema
+    parquet / problems JSONL path."""
     val: str | None = None
-    """Held-out problems; None: `val_fraction` of the training problems, fixed by `seed`."""
+    """Held-out problems; None: the starter set's recorded held-out split (codefu/data/starter/split.json),
+    or for another dataset `val_fraction` of its problems, fixed by `seed`."""
     val_fraction: float = 0.2
+    """Share of a dataset held out when `val` is None (not used by the starter set: its split is fixed)."""
     prompts_per_step: int = 8
     seed: int = 0
     language: str = "python"

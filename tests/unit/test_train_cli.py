@@ -14,13 +14,30 @@ from codefu.orchestrator.config import DataConfig, RunConfig, check_run_config
 from codefu.orchestrator.loop import fit_prompts
 
 
-def test_starter_split_is_seeded_and_disjoint():
-    train, val = load_splits(RunConfig(data=DataConfig(val_fraction=0.2, seed=3)))
-    again, val_again = load_splits(RunConfig(data=DataConfig(val_fraction=0.2, seed=3)))
+def test_starter_split_is_the_recorded_one_and_disjoint():
+    from codefu.data.starter import starter_split
+
+    recorded = starter_split()
+    train, val = load_splits(RunConfig(data=DataConfig(val_fraction=0.5, seed=3)))  # neither changes it
+    assert [p.name for p in val] == recorded["heldout"] and [p.name for p in train] == recorded["train"]
+    assert not set(recorded["train"]) & set(recorded["heldout"])
+    assert set(recorded["train"]) | set(recorded["heldout"]) == {p.name for p in load_starter_problems()}
+    assert 0.2 <= len(val) / (len(train) + len(val)) <= 0.3
+    # every ladder level is represented on both sides
+    levels = {p.extra.get("level", 0) for p in val}
+    assert levels == {p.extra.get("level", 0) for p in train} == {0, 1, 2, 3, 4}
+    assert {p.preferred_language for p in train} == {"python"}  # no prompt of their own: data.language
+
+
+def test_dataset_split_by_fraction_is_seeded(tmp_path):
+    from codefu.data.starter import starter_path
+
+    cfg = RunConfig(data=DataConfig(train=str(starter_path()), val_fraction=0.2, seed=3))
+    train, val = load_splits(cfg)
+    again, val_again = load_splits(cfg)
     assert [p.name for p in val] == [p.name for p in val_again]
     assert not {p.name for p in train} & {p.name for p in val}
     assert len(val) == int(0.2 * (len(train) + len(val)))
-    assert {p.preferred_language for p in train} == {"python"}  # no prompt of their own: data.language
 
 
 def test_dataset_files(codefu_easy):

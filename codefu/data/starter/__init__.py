@@ -59,6 +59,13 @@ def _problem(rec: dict[str, Any]) -> Problem:
     )
 
 
+def starter_split() -> dict[str, list[str]]:
+    """The recorded train / held-out split by problem name (split.json, written by tools/starter/split.py):
+    {"train": [...], "heldout": [...]}. `codefu train` never trains on the held-out problems."""
+    text = resources.files(__name__).joinpath("split.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
 def load_starter_problems() -> list[Problem]:
     """Every starter problem as a codefu.types.Problem, in file order.
 
@@ -69,4 +76,4 @@ def load_starter_problems() -> list[Problem]:
     return [_problem(r) for r in load_starter_records()]
 
 
-__all__ = ["load_starter_problems", "load_starter_records", "starter_path"]
+__all__ = ["load_starter_problems", "load_starter_records", "starter_path", "starter_split"]
