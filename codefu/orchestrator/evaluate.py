@@ -52,6 +52,7 @@ from tqdm import tqdm
 from codefu.errors import CodefuError
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS
+from codefu.judge.sandbox import SandboxConfig
 from codefu.observability.passk import by_bucket, paired_difference, pass_at_k_ci, pass_at_k_table
 from codefu.types import Problem, Status
 
@@ -77,6 +78,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--language", default="python", help="asked for when a problem has no prompt of its own")
     p.add_argument("--reward", default="codefu", choices=sorted(REWARDS))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sandbox", default="bwrap", choices=["bwrap", "none"],
+                   help="none: programs run WITHOUT isolation (no bubblewrap there; trusted code only)")
     p.add_argument("--out", default=None, help="write the results as JSON here")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--problems", default=None, help="comma-separated problem names: evaluate only these")
@@ -302,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     buckets = {p.name: bucket_of(p) for p in problems}
     baseline_counts = None
-    with Judge(JudgeConfig(reward=args.reward)) as judge:
+    with Judge(JudgeConfig(reward=args.reward, sandbox=SandboxConfig(kind=args.sandbox))) as judge:
         correct, statuses = sample_and_judge(args.model, problems, args, judge)
         if args.baseline is not None and baseline_file is None:
             baseline_counts = sample_and_judge(args.baseline, problems, args, judge, label=" (baseline)")

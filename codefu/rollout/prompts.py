@@ -14,14 +14,41 @@ _LANGUAGE_NAMES = {"python": ("Python 3", "python"), "cpp": ("C++17", "cpp")}
 
 # One worked example as a prior turn: on trivial problems it took SmolLM2-135M from 0-1 to 1-5 solved of
 # 16 samples (shared/design/measurements.md), and groups where every sample fails teach GRPO nothing.
+# The example is written like the starter statements (Markdown sections): on 16 ladder problems x 8 at
+# temperature 0.6 that solved 8 of 128 vs 3 with a one-line example (docs/LOG.md, 2026-12-01).
 _EXAMPLE = {
     "python": "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
     "cpp": "```cpp\n#include <iostream>\nint main() {\n    long long a, b;\n    std::cin >> a >> b;\n"
     "    std::cout << a + b << std::endl;\n}\n```",
 }
-_EXAMPLE_PROBLEM = (
-    "Read two integers a and b from one line and print their sum.\n\nExample input:\n2 3\n\nOutput:\n5"
-)
+_EXAMPLE_PROBLEM = """# Sum of Two
+
+You are given two integers a and b. Print their sum.
+
+## Input
+
+A single line with two integers a and b.
+
+## Output
+
+Print one integer: a + b.
+
+## Examples
+
+### Example 1
+
+Input:
+
+```
+2 3
+```
+
+Output:
+
+```
+5
+```
+"""
 
 
 def default_messages(problem: Problem) -> list[dict[str, str]]:
