@@ -31,9 +31,10 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=6)
     ap.add_argument("--steps", type=int, default=3, help="optimizer steps on the same batch")
     args = ap.parse_args()
-    problems = [
-        p for p in load_starter_problems() if any(w["language"] == "python" for w in p.extra["wrong_solutions"])
-    ][: args.problems]
+    def has_python_wrong(p) -> bool:
+        return any(w["language"] == "python" for w in p.extra["wrong_solutions"])
+
+    problems = [p for p in load_starter_problems() if has_python_wrong(p)][: args.problems]
     base = TrainerConfig(model=str(smollm2_gguf()), gradient_checkpointing=False, micro_batch_tokens=8192)
     model, tokenizer = load_model(base)
     print(f"{'dtype':<10}{'lr':>8}{'step':>6}{'d logp +':>11}{'d logp -':>11}{'changed':>9}"

@@ -120,7 +120,8 @@ def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
 
         heldout = set(starter_split()["heldout"])
         train = [p for p in problems if p.name not in heldout]
-        return train, ([p for p in problems if p.name in heldout] if cfg.data.val is None else load(cfg.data.val))
+        val = [p for p in problems if p.name in heldout] if cfg.data.val is None else load(cfg.data.val)
+        return train, val
     if cfg.data.val is not None:
         return problems, load(cfg.data.val)
     import random
