@@ -1,6 +1,6 @@
 """PNG plots of a run for the docs: reward and pass rate, validation pass@k, verdict mix.
 
-    python bench/plot_run.py RUN_DIR docs/img/cpu-default   # docs/img/cpu-default-{reward,passk,verdicts}.png
+    python bench/plot_run.py RUN_DIR docs/img/cpu-default   # docs/img/cpu-default-{reward,pass-rate,...}.png
 
 The same figures as `codefu report RUN_DIR` (which embeds them in one HTML page).
 """
@@ -13,7 +13,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codefu.observability.report import load_run, plot_passk, plot_reward, plot_verdicts, png  # noqa: E402
+from codefu.observability.report import (  # noqa: E402
+    load_run,
+    plot_passk,
+    plot_reward,
+    plot_train_pass_rate,
+    plot_verdicts,
+    png,
+)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,7 +30,9 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     records = load_run(args.run_dir).records
     args.out_prefix.parent.mkdir(parents=True, exist_ok=True)
-    for name, plot in (("reward", plot_reward), ("passk", plot_passk), ("verdicts", plot_verdicts)):
+    plots = [("reward", plot_reward), ("pass-rate", plot_train_pass_rate), ("passk", plot_passk),
+             ("verdicts", plot_verdicts)]
+    for name, plot in plots:
         fig = plot(records)
         if fig is None:
             print(f"{name}: no data in {args.run_dir}")
