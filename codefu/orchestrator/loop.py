@@ -23,7 +23,7 @@ from codefu.data.loader import ProblemLoader
 from codefu.errors import CodefuError
 from codefu.observability import metrics as M
 from codefu.observability.metrics import StepTimer, summary_stats, verdict_metrics
-from codefu.observability.passk import pass_at_k_table, passk_metrics
+from codefu.observability.passk import passk_metrics_with_ci
 from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
@@ -164,10 +164,8 @@ def pass_counts(problems: list[Problem], scores: list[Score]) -> dict[str, tuple
     out: dict[str, tuple[int, int]] = {}
     for p, s in zip(problems, scores, strict=True):
         accepted, judged = out.get(p.name, (0, 0))
-        if s.reward is not None:
-            out[p.name] = (accepted + int(s.passed), judged + 1)
-        else:
-            out[p.name] = (accepted, judged)
+        counted = s.reward is not None
+        out[p.name] = (accepted + int(counted and s.passed), judged + int(counted))
     return out
 
 
@@ -196,11 +194,8 @@ def validate(cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, ste
     results: dict[str, list[bool]] = {p.name: [] for p in problems}
     for c, s in zip(completions, scores, strict=True):
         results[problems[c.prompt_index].name].append(s.passed)
-    from codefu.observability.passk import passk_ci_metrics
-
-    ks = sorted({1, n})
-    out = passk_metrics(pass_at_k_table(results, ks))
-    out |= passk_ci_metrics(results, ks, seed=cfg.loop.seed)  # eval/pass@k_ci_low, _ci_high: 95% bootstrap
+    # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems
+    out = passk_metrics_with_ci(results, sorted({1, n}), seed=cfg.loop.seed)
     rewards = [s.reward for s in scores if s.reward is not None]
     out["eval/reward_mean"] = sum(rewards) / max(1, len(rewards))
     return out
