@@ -94,6 +94,7 @@ class Verdict:
     compile_output: str = ""  # truncated compiler diagnostics
     time_s: float = 0.0  # wall time spent judging this submission
     message: str = ""  # what went wrong, for SANDBOX_ERROR and friends
+    reused: bool = False  # a copy of the verdict of the same program for the same problem in this batch
 
     @property
     def pass_ratio(self) -> float:

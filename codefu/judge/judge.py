@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from codefu.judge.checker import load_python_checker, outputs_match
@@ -47,6 +47,10 @@ class JudgeConfig:
     """CPU-time limit = problem time limit x this."""
     wall_scale: float = 3.0
     """Wall-clock limit = CPU-time limit x this + 1 s (catches sleeping and blocked programs)."""
+    judge_identical_once: bool = True
+    """Identical programs for the same problem in one batch (`judge_many`) are run once and share the
+    verdict, marked `reused`. Exact for deterministic programs; a program whose output depends on
+    randomness or timing gets one draw for all its copies."""
     python_time_scale: float = 1.0
     """Extra factor on the time limit for Python solutions (CodeContests limits are set for C++)."""
     output_limit_bytes: int = 64 << 20
@@ -89,6 +93,11 @@ class Judge:
 
     def judge_many(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
         """Judge every (problem, response); yields (position, verdict) as each finishes."""
+        if self.config.judge_identical_once:
+            return judge_identical_once(items, self._judge_each)
+        return self._judge_each(items)
+
+    def _judge_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
         futures = {self._submissions_pool.submit(self.judge, p, r): i for i, (p, r) in enumerate(items)}
         pending = set(futures)
         while pending:
@@ -302,3 +311,35 @@ class Judge:
             tmp.write_bytes(data)
             tmp.replace(path)
         return path
+
+
+def judge_identical_once(
+    items: Iterable[tuple[Problem, str]],
+    judge_many: Callable[[list[tuple[Problem, str]]], Iterator[tuple[int, Verdict]]],
+) -> Iterator[tuple[int, Verdict]]:
+    """`judge_many` over the distinct (problem, program) pairs of `items` only; every other position gets
+    a copy of its twin's verdict (marked `reused`) when the twin's arrives.
+
+    Samples of a GRPO group converge on the same program as training sharpens the policy (most of a
+    group's n, late in a run), and responses that differ only in prose around the code are the same
+    submission: judging each copy again would only repeat the same runs. Problems are told apart by
+    identity (the same object for the samples of one prompt), programs by what the judge would extract.
+    """
+    items = list(items)
+    first: dict[tuple, int] = {}
+    twins: dict[int, list[int]] = {}
+    unique: list[int] = []
+    for i, (problem, response) in enumerate(items):
+        program = extract_program(response, problem.preferred_language)
+        key = (id(problem), None if program is None else (program.language, program.source))
+        if key in first:
+            twins[first[key]].append(i)
+        else:
+            first[key] = i
+            twins[i] = []
+            unique.append(i)
+    for j, verdict in judge_many([items[i] for i in unique]):
+        i = unique[j]
+        yield i, verdict
+        for twin in twins[i]:
+            yield twin, replace(verdict, tests=list(verdict.tests), time_s=0.0, reused=True)

@@ -17,7 +17,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from codefu.judge.judge import Judge, JudgeConfig
+from codefu.judge.judge import Judge, JudgeConfig, judge_identical_once
 from codefu.observability.prometheus import set_judge_load
 from codefu.types import Problem, Status, Verdict
 
@@ -89,7 +89,7 @@ class RayJudgePool:
             num_cpus=cpus,
             max_concurrency=workers * self.config.in_flight_per_worker,
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
-        ).remote(replace(self.judge_config, workers=workers))
+        ).remote(replace(self.judge_config, workers=workers, judge_identical_once=False))
         return _Slot(actor, node_id, workers)
 
     @property
@@ -98,6 +98,11 @@ class RayJudgePool:
 
     def judge_many(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
         """Judge every (problem, response); yields (position, verdict) as each finishes."""
+        if self.judge_config.judge_identical_once:  # here, so that twins on different nodes meet
+            return judge_identical_once(items, self._judge_each)
+        return self._judge_each(items)
+
+    def _judge_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
         problem_refs: dict[int, ray.ObjectRef] = {}
         queue: deque[tuple[int, ray.ObjectRef, str, int]] = deque()
         for i, (problem, response) in enumerate(items):

@@ -41,6 +41,7 @@ REWARD_MEAN = "reward/mean"  # mean shaped reward over the step's scored samples
 PASS_RATE = "judge/pass_rate"  # ACCEPTED / judged samples, SANDBOX_ERROR left out of both
 VERDICT_PREFIX = "judge/verdict/"  # + short code: fraction of the step's samples with that verdict
 JUDGE_COUNT = "judge/count"  # samples judged this step
+JUDGE_REUSED = "judge/reused"  # fraction of the step's samples whose program was a twin's (judged once)
 RESPONSE_LEN = "rollout/response_len_mean"  # mean response length in tokens
 KL = "loss/kl"  # KL to the reference policy (the trainer's kl_penalty, aggregated like the loss)
 ENTROPY = "policy/entropy"

@@ -179,6 +179,7 @@ def step_metrics(sampled: Sampled) -> dict[str, float]:
         M.RESPONSE_TOKENS: float(sampled.generated_tokens),
     }
     m |= verdict_metrics(s.status for s in scores)
+    m[M.JUDGE_REUSED] = sum(s.reused for s in scores) / len(scores) if scores else 0.0
     if sampled.completions:
         lengths = [len(c.token_ids) for c in sampled.completions]
         m |= summary_stats(lengths, "rollout/response_len_")  # mean, std, min, max

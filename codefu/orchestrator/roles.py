@@ -33,6 +33,7 @@ class Score:
     reward: float | None  # None: the judge failed (SANDBOX_ERROR); left out of baselines and the loss
     passed: bool
     status: str
+    reused: bool = False  # the verdict of an identical program in the same batch (see Verdict.reused)
 
 
 class Scorer(Protocol):
@@ -55,7 +56,9 @@ class JudgeScorer:
         out = []
         for i in range(len(responses)):
             v = verdicts[i]
-            out.append(Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value))
+            out.append(
+                Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value, v.reused)
+            )
         return out
 
     def close(self) -> None:

@@ -105,3 +105,26 @@ def test_unsafe_mode_is_explicit_and_works(caplog):
         assert any("WITHOUT isolation" in r.message for r in caplog.records)
         cpp = '```cpp\n#include <cstdio>\nint main(){int n; scanf("%d",&n); printf("%d\\n", n/6);}\n```'
         assert j.judge(Problem("div", "", [], TESTS[:1]), cpp).status is Status.ACCEPTED
+
+
+def test_identical_programs_in_a_batch_are_judged_once(judge):
+    problem = Problem("div", "", [], TESTS)
+    same_problem_again = Problem("div", "", [], TESTS)  # another object: its own submissions
+    in_prose = f"It prints n - 1.\n{NOT_A_DIVISOR}\nDone."  # the same program, other words around it
+    items = [
+        (problem, NOT_A_DIVISOR),
+        (problem, in_prose),
+        (problem, LARGEST_DIVISOR),
+        (same_problem_again, NOT_A_DIVISOR),
+        (problem, "no code"),
+        (problem, "still no code"),
+    ]
+    verdicts = dict(judge.judge_many(items))
+    assert [verdicts[i].reused for i in range(len(items))] == [False, True, False, False, False, True]
+    assert verdicts[1].status is verdicts[0].status is Status.WRONG_ANSWER
+    assert verdicts[1].tests == verdicts[0].tests and verdicts[1].tests is not verdicts[0].tests
+    assert verdicts[5].status is Status.NO_CODE
+    with Judge(JudgeConfig(workers=2, judge_identical_once=False)) as each:
+        again = dict(each.judge_many(items))
+    assert not any(v.reused for v in again.values())
+    assert [again[i].status for i in range(len(items))] == [verdicts[i].status for i in range(len(items))]

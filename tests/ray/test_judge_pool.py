@@ -27,6 +27,9 @@ def test_pool_judges_like_the_local_judge(local_ray):
             ]
             assert verdicts[i].status is expected
         assert verdicts[1].passed == 5 and verdicts[1].first_failure == 3
+        # each distinct program ran once; its twins (positions 3-8) share its verdict
+        assert [verdicts[i].reused for i in range(9)] == [False] * 3 + [True] * 6
+        assert verdicts[4].tests == verdicts[1].tests
     finally:
         pool.close()
 
@@ -47,7 +50,8 @@ def test_dead_worker_is_replaced_and_work_retried(local_ray):
     try:
         first_actor = pool.slots[0].actor
         results = {}
-        stream = pool.judge_many([(PROBLEM, SLOW_RIGHT)] * 6)
+        # distinct programs: identical ones would be judged once
+        stream = pool.judge_many([(PROBLEM, SLOW_RIGHT[:-3] + f"# {k}\n```") for k in range(6)])
         i, v = next(stream)
         results[i] = v
         ray.kill(first_actor, no_restart=True)  # submissions in flight on it die with it

@@ -1,0 +1,40 @@
+"""`judge_identical_once`: which submissions reach the judge, and what every position gets back."""
+
+from codefu.judge.judge import judge_identical_once
+from codefu.types import Problem, Status, TestCase, TestResult, Verdict
+
+A = Problem("a", "", [], [TestCase("1\n", "1\n")], preferred_language="python")
+B = Problem("b", "", [], [TestCase("1\n", "1\n")], preferred_language="python")
+ECHO = "```python\nprint(input())\n```"
+OTHER = "```python\nprint(2)\n```"
+
+
+def recording_judge(seen: list):
+    """Judges in reverse order of submission (as a pool may finish), recording what it was given."""
+
+    def judge_many(items):
+        seen.extend(items)
+        for i in reversed(range(len(items))):
+            yield (
+                i,
+                Verdict(Status.WRONG_ANSWER, tests=[TestResult(Status.WRONG_ANSWER)], message=items[i][1]),
+            )
+
+    return judge_many
+
+
+def test_only_distinct_programs_per_problem_reach_the_judge():
+    seen: list = []
+    items = [(A, ECHO), (A, "Here:\n" + ECHO), (B, ECHO), (A, OTHER), (A, ECHO), (A, "no code"), (A, "none")]
+    verdicts = dict(judge_identical_once(items, recording_judge(seen)))
+    assert seen == [(A, ECHO), (B, ECHO), (A, OTHER), (A, "no code")]
+    assert sorted(verdicts) == list(range(len(items)))
+    assert [verdicts[i].reused for i in range(len(items))] == [False, True, False, False, True, False, True]
+    # a twin carries its first's verdict (here: the response the judge saw), in its own copy
+    assert verdicts[4].message == verdicts[1].message == ECHO and verdicts[6].message == "no code"
+    assert verdicts[4].tests == verdicts[0].tests and verdicts[4].tests is not verdicts[0].tests
+    assert verdicts[4].time_s == 0.0
+
+
+def test_empty_batch():
+    assert list(judge_identical_once([], recording_judge([]))) == []
