@@ -5,7 +5,7 @@
 For each (dtype, lr): a fresh SmolLM2-135M trainer (fp32 master weights, the CPU default's settings
 otherwise), ONE optimizer step on the starter problems' reference solutions (advantage +1) and wrong
 solutions (advantage -1), then the change of each row's mean response-token log-prob and the share of
-parameters whose compute-dtype copy changed (codefu/trainer/probe.py). Prints one line per setting.
+parameters whose compute-dtype copy changed (codefu/orchestrator/probe.py). Prints one line per setting.
 ~25 s per setting on 2 cores, after ~20 s to load the model.
 """
 
@@ -18,9 +18,9 @@ from dataclasses import replace
 
 from codefu.data.starter import load_starter_problems
 from codefu.models import smollm2_gguf
+from codefu.orchestrator.probe import probe_update, solution_batch
 from codefu.trainer.config import TrainerConfig
-from codefu.trainer.model import load_model
-from codefu.trainer.probe import probe_update, solution_batch
+from codefu.trainer.model import load_policy
 from codefu.trainer.worker import TrainerWorker
 
 
@@ -36,7 +36,7 @@ def main() -> None:
 
     problems = [p for p in load_starter_problems() if has_python_wrong(p)][: args.problems]
     base = TrainerConfig(model=str(smollm2_gguf()), gradient_checkpointing=False, micro_batch_tokens=8192)
-    model, tokenizer = load_model(base)
+    model, tokenizer = load_policy(base)
     print(f"{'dtype':<10}{'lr':>8}{'step':>6}{'d logp +':>11}{'d logp -':>11}{'changed':>9}"
           f"{'grad norm':>11}{'s':>6}")
     for dtype in args.dtypes.split(","):

@@ -10,7 +10,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.train_step import MODELS  # noqa: E402
-from codefu.rollout.tiny import tiny_tokenizer  # noqa: E402
+from codefu.models.tiny import tiny_tokenizer  # noqa: E402
 
 
 def save_random_model(

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.make_random_model import save_random_model  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 from codefu.rollout.actor import build_engine  # noqa: E402
-from codefu.rollout.hf_engine import EngineConfig  # noqa: E402
+from codefu.rollout.engine import EngineConfig  # noqa: E402
 from codefu.rollout.types import Completion, SamplingParams  # noqa: E402
 
 ARCHS = {"1.5b": "qwen2.5-1.5b", "7b": "qwen2.5-7b"}

@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codefu.rollout.hf_engine import EngineConfig  # noqa: E402
+from codefu.rollout.engine import EngineConfig  # noqa: E402
 from codefu.rollout.native import NativeEngine  # noqa: E402
 from codefu.rollout.types import SamplingParams  # noqa: E402
 

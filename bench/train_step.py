@@ -29,10 +29,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from codefu.models.tiny import TINY_LLAMA  # noqa: E402
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker, init_distributed  # noqa: E402
 from codefu.trainer.distributed import resolve_device  # noqa: E402
 from codefu.trainer.model import build_model  # noqa: E402
-from codefu.trainer.testing import TINY_LLAMA  # noqa: E402
 
 PEAK_FLOPS = 989e12
 

@@ -45,7 +45,7 @@ def main() -> None:
     import ray
 
     from codefu.rollout.actor import make_rollout_actor
-    from codefu.rollout.hf_engine import EngineConfig
+    from codefu.rollout.engine import EngineConfig
     from codefu.rollout.types import SamplingParams
     from codefu.trainer.actor import make_trainer_group
     from codefu.trainer.config import TrainerConfig

@@ -27,6 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def cli_flags() -> list[str]:
+    """Every subcommand's options and positionals (`codefu train --config`, ...), for the frozen test of
+    the public surface."""
+    out = []
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sorted(sub.choices.items()):
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            out.append(f"codefu {name} {' '.join(action.option_strings) or action.dest}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:

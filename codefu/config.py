@@ -13,6 +13,7 @@ import dataclasses
 import re
 import types
 import typing
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
@@ -88,7 +89,25 @@ def from_dict(cls: type[T], data: dict[str, Any], source: str = "config", prefix
         known = ", ".join(sorted(fields))
         raise CodefuError(f"{source}: unknown key {prefix}{unknown[0]} (known here: {known})")
     kwargs = {name: _coerce(hints[name], value, source, prefix + name) for name, value in data.items()}
-    return cls(**kwargs)
+    obj = cls(**kwargs)
+    for key, owner in getattr(cls, "DERIVED", {}).items():
+        _check_derived(data, key, owner, obj, source, prefix)
+    return obj
+
+
+def _check_derived(data: dict[str, Any], key: str, owner: str, obj: Any, source: str, prefix: str) -> None:
+    """A derived key (`cls.DERIVED`: key -> the key it follows) may be written only with its owner's value
+    (saved configs of older versions hold both): anything else names the key the user wrote."""
+    section, _, name = key.rpartition(".")
+    written = data.get(section, {}) if section else data
+    if not isinstance(written, dict) or name not in written:
+        return
+    value = attrgetter(owner)(obj)
+    if written[name] != value:
+        raise CodefuError(
+            f"{source}: {prefix}{key} is not a setting of its own: it follows {prefix}{owner} "
+            f"(= {value!r}); write {prefix}{owner}: {written[name]!r} instead"
+        )
 
 
 def _coerce(tp: Any, value: Any, source: str, key: str) -> Any:
@@ -147,13 +166,43 @@ _NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a s
 
 
 def _describe(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(o) for o in get_args(tp))
+    if origin in (list, tuple):
+        return f"a list ({_describe(get_args(tp)[0])} each)" if get_args(tp) else "a list"
+    if origin is dict:
+        return "a mapping"
     return _NAMES.get(tp) or getattr(tp, "__name__", str(tp))
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
-    """Plain data (for printing, saving as YAML and loading back with `from_dict`)."""
-    return dataclasses.asdict(obj)
+    """Plain data (for printing, saving as YAML and loading back with `from_dict`); derived keys left out."""
+    data = dataclasses.asdict(obj)
+    for key in getattr(type(obj), "DERIVED", {}):
+        section, _, name = key.rpartition(".")
+        (data[section] if section else data).pop(name, None)
+    return data
 
 
 def dump_yaml(obj: Any) -> str:
     return yaml.safe_dump(to_dict(obj), sort_keys=False)
+
+
+def config_keys(cls: type, prefix: str = "") -> list[str]:
+    """Every key a user may write in a config of `cls`, dotted, with its type (`key: type`); derived keys
+    (`cls.DERIVED`) are left out: they are not the user's to write."""
+    hints = get_type_hints(cls)
+    out: list[str] = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out += config_keys(tp, f"{prefix}{f.name}.")  # type: ignore[arg-type]
+        else:
+            out.append(f"{prefix}{f.name}: {_describe(tp)}")
+    derived = {prefix + key for key in getattr(cls, "DERIVED", {})}
+    return [k for k in out if k.partition(":")[0] not in derived]

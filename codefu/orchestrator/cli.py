@@ -135,9 +135,9 @@ def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
 def load_tokenizer(cfg: RunConfig):
     from transformers import AutoTokenizer
 
-    from codefu.trainer.model import resolve_source
+    from codefu.models import resolve_source
 
-    source, gguf = resolve_source(cfg.trainer)
+    source, gguf = resolve_source(cfg.trainer.model, cfg.trainer.gguf_file)
     return AutoTokenizer.from_pretrained(
         cfg.trainer.tokenizer or source, **({"gguf_file": gguf} if gguf else {})
     )

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import ClassVar
 
 from codefu.data.difficulty import DifficultyConfig
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.plan import ResourcesConfig
+from codefu.rollout.engine import EngineSettings
 from codefu.trainer.config import TrainerConfig
 
 
@@ -37,7 +39,9 @@ class DataConfig:
 
 
 @dataclass
-class RolloutConfig:
+class RolloutConfig(EngineSettings):
+    """Sampling (below) and how the engine runs (`EngineSettings`: dtype, device, engine, batch_size, ...)."""
+
     n: int = 4
     """Samples per prompt (the GRPO group)."""
     temperature: float = 1.0
@@ -45,24 +49,6 @@ class RolloutConfig:
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 256
-    batch_size: int = 16
-    """Sequences per forward pass of the engine."""
-    dtype: str = "float32"
-    device: str = "cpu"
-    engine: str = "transformers"
-    """Backend: "transformers" (HF generate) or "native" (paged KV cache, continuous batching, CUDA graphs)"""
-    block_size: int = 16
-    """native: tokens per KV-cache block."""
-    gpu_memory_fraction: float = 0.5
-    """native, GPU: share of the GPU's total memory the engine may fill (weights, activations, KV cache)."""
-    kv_cache_tokens: int = 16384
-    """native, CPU: KV-cache size in tokens."""
-    max_num_seqs: int = 256
-    """native: sequences decoded together at most."""
-    max_model_len: int | None = None
-    """native: prompt + response cap; null: the model's (at most 32768), capped by the KV cache."""
-    cuda_graphs: bool = True
-    """native, GPU: replay CUDA graphs of the decode step (false: eager)."""
 
 
 @dataclass
@@ -103,6 +89,18 @@ class RunConfig:
     loop: LoopConfig = field(default_factory=LoopConfig)
     observability: ObservabilityConfig = field(default_factory=ObservabilityConfig)
 
+    #: Keys set from another, so each knob has one owner: the judge computes the reward the algorithm
+    #: uses, and the trainer's log-probs use the temperature the rollout sampled at.
+    DERIVED: ClassVar[dict[str, str]] = {
+        "judge.reward": "algo.reward",
+        "trainer.temperature": "rollout.temperature",
+    }
+
+    def __post_init__(self) -> None:
+        for key, owner in self.DERIVED.items():
+            section, _, name = key.rpartition(".")
+            setattr(getattr(self, section), name, attrgetter(owner)(self))
+
 
 def check_run_config(cfg: RunConfig) -> None:
     """A CodefuError naming the first key whose value is out of range (the loader checks only types)."""
@@ -112,7 +110,8 @@ def check_run_config(cfg: RunConfig) -> None:
         ("data.val_fraction", 0 <= d.val_fraction < 1, "in [0, 1)"),
         ("data.max_prompt_tokens", d.max_prompt_tokens is None or d.max_prompt_tokens >= 1, ">= 1 or null"),
         ("rollout.n", r.n >= 1, ">= 1"),
-        ("rollout.temperature", r.temperature >= 0, ">= 0 (0: greedy)"),
+        # greedy decoding would give n copies of one response: no group to compare, and no log-probs
+        ("rollout.temperature", r.temperature > 0, "> 0 (GRPO needs n different samples)"),
         ("rollout.top_p", 0 < r.top_p <= 1, "in (0, 1]"),
         ("rollout.top_k", r.top_k >= 0, ">= 0 (0: off)"),
         ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),

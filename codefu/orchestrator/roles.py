@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import ray
@@ -21,7 +21,7 @@ from codefu.orchestrator.config import RunConfig
 from codefu.orchestrator.placement import in_bundle, release, rendezvous, reserve
 from codefu.orchestrator.plan import Plan, check_plan, make_plan
 from codefu.rollout.actor import make_rollout_actor
-from codefu.rollout.hf_engine import EngineConfig
+from codefu.rollout.engine import EngineConfig
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.actor import make_trainer_group
 from codefu.trainer.batch import Batch
@@ -47,9 +47,9 @@ class JudgeScorer:
 
     def __init__(self, cfg: RunConfig):
         self.reward = cfg.algo.reward
-        judge = replace(cfg.judge, reward=cfg.algo.reward)
         res = cfg.resources
-        self.pool = RayJudgePool(judge, PoolConfig(cpus_per_node=res.judge_cpus, node_group=res.judge_group))
+        pool = PoolConfig(cpus_per_node=res.judge_cpus, node_group=res.judge_group)
+        self.pool = RayJudgePool(cfg.judge, pool)  # cfg.judge.reward is algo.reward (RunConfig.DERIVED)
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         verdicts = dict(self.pool.judge_many(zip(problems, responses, strict=True)))
@@ -141,19 +141,14 @@ class Roles:
         plan = make_plan(cfg.resources, kl_enabled=kl, sp_degree=cfg.trainer.sp_degree)
         check_plan(plan, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         self.pg = reserve(plan)
-        # one temperature for sampling and for the trainer's log-probs (the rollout's convention)
-        tcfg = replace(cfg.trainer, temperature=cfg.rollout.temperature)
         # On CPU the phases take turns, so each role may use every core while it runs.
         env = {"runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}}}
         options = env if plan.gpus == 0 else {}
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
         self.colocated = cfg.resources.colocate and plan.gpus > 0
-        self.trainer = _trainer_group(tcfg, plan, self.pg, "trainer", options)
-        self.reference = _trainer_group(tcfg, plan, self.pg, "reference", options) if kl else None
-        # the engine settings of `rollout:` are EngineConfig's fields of the same names
-        r = cfg.rollout
-        knobs = {f.name: getattr(r, f.name) for f in fields(EngineConfig) if hasattr(r, f.name)}
-        engine = EngineConfig(**knobs | {"model": cfg.trainer.model, "gguf_file": cfg.trainer.gguf_file})
+        self.trainer = _trainer_group(cfg.trainer, plan, self.pg, "trainer", options)
+        self.reference = _trainer_group(cfg.trainer, plan, self.pg, "reference", options) if kl else None
+        engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
         self.rollout = RolloutGroup(
             [
                 make_rollout_actor(

@@ -9,8 +9,8 @@
 See docs/rollout.md for the log-prob convention.
 """
 
-from codefu.rollout.engine import RolloutEngine
-from codefu.rollout.hf_engine import EngineConfig, TransformersEngine
+from codefu.rollout.engine import EngineConfig, EngineSettings, RolloutEngine
+from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.native import NativeEngine
 from codefu.rollout.prompts import default_messages, encode_prompt, is_prerendered
@@ -19,6 +19,7 @@ from codefu.rollout.types import Completion, FinishReason, SamplingParams
 __all__ = [
     "Completion",
     "EngineConfig",
+    "EngineSettings",
     "FinishReason",
     "NativeEngine",
     "RolloutEngine",

@@ -20,11 +20,11 @@ import ray
 import torch
 from torch import Tensor
 
-from codefu.rollout.engine import RolloutEngine
-from codefu.rollout.hf_engine import EngineConfig, TransformersEngine
+from codefu.models.weights import SharedWeights
+from codefu.rollout.engine import EngineConfig, RolloutEngine
+from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.native import NativeEngine
 from codefu.rollout.types import Completion, SamplingParams
-from codefu.trainer.weight_sync import SharedWeights
 
 EngineSpec = EngineConfig | Callable[[], RolloutEngine]
 

@@ -1,11 +1,15 @@
-"""The rollout engine interface: every backend (transformers now, faster engines later) implements it."""
+"""The rollout engine interface every backend implements (transformers, native), and how one is built:
+`EngineConfig` (the model and its `EngineSettings`), the EOS ids of a model, loading it for an engine."""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, runtime_checkable
 
+import torch
 from torch import Tensor
 
+from codefu.models import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
 from codefu.rollout.types import Completion, SamplingParams
 
 
@@ -21,3 +25,66 @@ class RolloutEngine(Protocol):
     def load_weights(self, state: dict[str, Tensor]) -> None:
         """Copy a full state dict (the policy's parameter names, unsharded tensors) into the model."""
         ...
+
+
+@dataclass
+class EngineSettings:
+    """How an engine runs, whatever model it serves (the `rollout:` keys beside the sampling ones)."""
+
+    dtype: str = "float32"
+    """float32 | bfloat16 | float16 (a GGUF is dequantised to this)."""
+    device: str = "cpu"
+    """"cpu", "cuda", "cuda:1", ..."""
+    batch_size: int = 16
+    """transformers: sequences per `generate` call (prompts x samples cut into batches)."""
+    engine: str = "transformers"
+    """"transformers" (HF generate) or "native" (paged KV cache, continuous batching, CUDA graphs)."""
+    block_size: int = 16
+    """native: tokens per KV-cache block."""
+    gpu_memory_fraction: float = 0.5
+    """native, GPU: share of the GPU's total memory the engine may fill (weights, activations, KV cache)."""
+    kv_cache_tokens: int = 16384
+    """native, CPU: KV-cache size in tokens (on GPU the memory fraction decides)."""
+    max_num_seqs: int = 256
+    """native: sequences decoded together at most (continuous batching)."""
+    max_model_len: int | None = None
+    """native: prompt + response cap; None: the model's (at most 32768), capped by the KV cache."""
+    cuda_graphs: bool = True
+    """native, GPU: replay CUDA graphs of the decode step (False: eager)."""
+
+
+@dataclass
+class EngineConfig(EngineSettings):
+    """How to build a rollout engine (the Ray actor gets one of these): a model and its settings."""
+
+    model: str = field(kw_only=True)
+    """HF folder, hub id, or a .gguf file."""
+    gguf_file: str | None = field(default=None, kw_only=True)
+    """A .gguf file name inside `model`."""
+
+    @classmethod
+    def of(cls, settings: EngineSettings, model: str, gguf_file: str | None = None) -> EngineConfig:
+        """The engine settings of `settings` (an `EngineSettings` or a subclass, e.g. the run's `rollout:`)
+        for this model."""
+        knobs = {f.name: getattr(settings, f.name) for f in fields(EngineSettings)}
+        return cls(**knobs, model=model, gguf_file=gguf_file)
+
+
+def eos_ids(generation_config: Any, hf_config: Any, tokenizer: Any) -> set[int]:
+    """Token ids that end a response: the EOS ids of the generation config, the model config and the
+    tokenizer (any may be None or lack one; an id or a list of ids each)."""
+    ids: set[int] = set()
+    for source in (generation_config, hf_config, tokenizer):
+        eos = getattr(source, "eos_token_id", None) if source is not None else None
+        if eos is None:
+            continue
+        ids.update([eos] if isinstance(eos, int) else eos)
+    return ids
+
+
+def load_for_engine(config: EngineConfig) -> tuple[Any, Any]:
+    """(model, tokenizer or None) for an engine, loaded as the trainer loads its policy."""
+    model, tokenizer = load_model(config.model, config.gguf_file, config.dtype)
+    if torch.device(config.device).type == "cpu":
+        warn_if_slow_on_cpu(DTYPE_BY_NAME[config.dtype])
+    return model, tokenizer

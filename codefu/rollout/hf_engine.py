@@ -19,15 +19,14 @@ import contextlib
 import functools
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from codefu.rollout.engine import EngineConfig, eos_ids, load_for_engine
 from codefu.rollout.sampling import make_generator, sample_step
 from codefu.rollout.types import Completion, SamplingParams
-from codefu.trainer.model import warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -42,40 +41,6 @@ def _generate_cache_kwarg() -> str:
 
     renamed = inspect.getclosurevars(GenerationMixin.generate).nonlocals.get("new_name")
     return "cache" if renamed == "cache" else "past_key_values"
-
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-@dataclass
-class EngineConfig:
-    """How to build a rollout engine (the Ray actor gets one of these): `engine` picks the backend."""
-
-    model: str  # HF folder, hub id, or a .gguf file
-    gguf_file: str | None = None  # a .gguf file name inside `model`
-    dtype: str = "float32"  # float32 | bfloat16 | float16 (GGUF is dequantised to this)
-    device: str = "cpu"  # "cpu", "cuda", "cuda:1", ...
-    batch_size: int = 16  # transformers: sequences per `generate` call (prompts x samples cut into batches)
-    engine: str = "transformers"  # "transformers" (TransformersEngine) | "native" (NativeEngine)
-    # ---- native engine only (codefu.rollout.native) ----
-    block_size: int = 16  # tokens per KV-cache block
-    gpu_memory_fraction: float = 0.5  # share of the GPU's TOTAL memory the engine may fill (weights + cache)
-    kv_cache_tokens: int = 16384  # CPU: KV-cache size in tokens (on GPU the memory fraction decides)
-    max_num_seqs: int = 256  # sequences decoded together at most (continuous batching)
-    max_model_len: int | None = None  # prompt + response cap; None: the model's (<= 32768, <= the cache)
-    cuda_graphs: bool = True  # GPU: replay CUDA graphs of the decode step (False: eager)
-
-
-def eos_ids(generation_config: Any, hf_config: Any, tokenizer: Any) -> set[int]:
-    """Token ids that end a response: the EOS ids of the generation config, the model config and the
-    tokenizer (any may be None or lack one; an id or a list of ids each)."""
-    ids: set[int] = set()
-    for source in (generation_config, hf_config, tokenizer):
-        eos = getattr(source, "eos_token_id", None) if source is not None else None
-        if eos is None:
-            continue
-        ids.update([eos] if isinstance(eos, int) else eos)
-    return ids
 
 
 class _StepSampler:
@@ -120,9 +85,7 @@ class TransformersEngine:
     # ---- building -------------------------------------------------------------------------------
     @classmethod
     def from_config(cls, config: EngineConfig) -> TransformersEngine:
-        model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
-        if config.device == "cpu":
-            warn_if_slow_on_cpu(DTYPES[config.dtype])
+        model, tokenizer = load_for_engine(config)
         return cls(model, tokenizer, batch_size=config.batch_size, device=config.device)
 
     @classmethod
@@ -270,19 +233,4 @@ def _clean_generation_config(model: Any) -> Iterator[None]:
         model.generation_config = saved
 
 
-def load_model_and_tokenizer(
-    path: str, gguf_file: str | None = None, dtype: str = "float32"
-) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer (None for a bare weights folder) from an HF folder, a .gguf file
-    (dequantised to `dtype`) or a hub id, through the trainer's loader: both roles load models alike."""
-    from codefu.trainer.config import TrainerConfig
-    from codefu.trainer.model import load_model
-
-    if dtype not in DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    model, tokenizer = load_model(TrainerConfig(model=str(path), gguf_file=gguf_file, master_dtype=dtype))
-    log.info("loaded %s%s as %s", path, f" ({gguf_file})" if gguf_file else "", dtype)
-    return model, tokenizer
-
-
-__all__ = ["EngineConfig", "TransformersEngine", "load_model_and_tokenizer"]
+__all__ = ["TransformersEngine"]

@@ -1,5 +1,5 @@
-"""Loading a causal LM (HF directory, GGUF file, hub id), wrapping it to give token log-probs in chunks,
-and sharding it with FSDP2.
+"""The policy model: a causal LM (loaded by `codefu.models.load_model`) wrapped to give token log-probs in
+chunks, and sharded with FSDP2.
 
 `PolicyModel` is the FSDP root: its forward runs the decoder, then the lm_head one chunk of positions at a
 time (each chunk checkpointed), so a (B, T, V) logits tensor never exists -- for a 16k-token sequence and a
@@ -9,8 +9,6 @@ time (each chunk checkpointed), so a (B, T, V) logits tensor never exists -- for
 from __future__ import annotations
 
 import logging
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -20,13 +18,12 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 from torch.utils.checkpoint import checkpoint
 
 from codefu.algo.grpo import entropy_from_logits, token_logprobs_from_logits
+from codefu.models.loading import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
 from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, token_window
 
 log = logging.getLogger(__name__)
-
-DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def compute_dtype(cfg: TrainerConfig, device: torch.device) -> torch.dtype:
@@ -39,57 +36,9 @@ def compute_dtype(cfg: TrainerConfig, device: torch.device) -> torch.dtype:
     return dtype
 
 
-def warn_if_slow_on_cpu(dtype: torch.dtype) -> None:
-    """bf16 on a CPU without native bf16 (AMX, AVX512-BF16) is emulated: slower than fp32, not faster."""
-    if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
-        log.warning(
-            "bfloat16 on a CPU without native bf16 support runs slower than float32: "
-            "set trainer.dtype / rollout.dtype to float32"
-        )
-
-
-def resolve_source(cfg: TrainerConfig) -> tuple[str, str | None]:
-    """(directory or hub id, gguf file name or None) for `from_pretrained`."""
-    path = Path(cfg.model)
-    if path.suffix == ".gguf":
-        if not path.is_file():
-            raise FileNotFoundError(f"GGUF file {path} does not exist")
-        return str(path.parent), path.name
-    if cfg.gguf_file is not None:
-        return cfg.model, cfg.gguf_file
-    return cfg.model, None
-
-
-def load_model(cfg: TrainerConfig) -> tuple[nn.Module, Any]:
-    """Load (model, tokenizer or None) on the CPU in `cfg.master_dtype`.
-
-    A GGUF is dequantized by transformers (needs the `gguf` package) and its tokenizer is read from the
-    same file. A path that does not exist locally is treated as a hub id (downloads; needs network).
-    """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    if not sys.stderr.isatty():
-        # in a Ray actor each bar refresh becomes a forwarded log line: hundreds per model load
-        hf_logging.disable_progress_bar()
-    if not cfg.model:
-        raise ValueError("TrainerConfig.model is empty: give an HF directory, a .gguf file or a hub id")
-    source, gguf = resolve_source(cfg)
-    kwargs: dict[str, Any] = {"dtype": DTYPE_BY_NAME[cfg.master_dtype]}
-    if gguf is not None:
-        kwargs["gguf_file"] = gguf
-    if cfg.attn_implementation is not None:
-        kwargs["attn_implementation"] = cfg.attn_implementation
-    model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
-    tok_source = cfg.tokenizer or source
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(tok_source, **({"gguf_file": gguf} if gguf else {}))
-    except (OSError, ValueError, TypeError):
-        # a bare weights directory (e.g. a random-init test model) has no tokenizer; training doesn't need one
-        if cfg.tokenizer is not None:
-            raise
-        tokenizer = None
-    return model, tokenizer
+def load_policy(cfg: TrainerConfig) -> tuple[nn.Module, Any]:
+    """(model, tokenizer or None) as `cfg` names them, on the CPU in `cfg.master_dtype`."""
+    return load_model(cfg.model, cfg.gguf_file, cfg.master_dtype, cfg.tokenizer, cfg.attn_implementation)
 
 
 def build_model(config: Any, cfg: TrainerConfig, device: torch.device | str = "cpu") -> nn.Module:

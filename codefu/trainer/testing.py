@@ -1,37 +1,10 @@
-"""Tiny models and synthetic batches for tests, smoke runs and benchmarks (no downloads)."""
+"""Synthetic batches for tests, smoke runs and benchmarks (tiny models: codefu.models.tiny)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import torch
 
 from codefu.trainer.batch import Batch
-
-#: A 2-layer Llama (vocab 128, hidden 64): ~0.1M parameters, builds in milliseconds.
-TINY_LLAMA = dict(
-    model_type="llama",
-    vocab_size=128,
-    hidden_size=64,
-    intermediate_size=128,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=512,
-    tie_word_embeddings=False,
-)
-
-
-def save_tiny_model(path: str | Path, seed: int = 0, **overrides) -> Path:
-    """A random-init TINY_LLAMA (plus overrides) saved with save_pretrained (fp32 safetensors) at `path`."""
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    spec = dict(TINY_LLAMA) | overrides
-    config = AutoConfig.for_model(spec.pop("model_type"), **spec)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.save_pretrained(path)
-    return Path(path)
 
 
 def random_batch(

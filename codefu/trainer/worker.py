@@ -27,13 +27,13 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from torch.distributed.tensor import DTensor
 
 from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
+from codefu.models.weights import PackedWeights, SharedWeights, pack_weights
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import Layout, all_reduce, init_distributed, resolve_device, sp_group
-from codefu.trainer.model import compute_dtype, load_model, prepare_model
+from codefu.trainer.model import compute_dtype, load_policy, prepare_model
 from codefu.trainer.sequence_parallel import SeqShard, token_window
-from codefu.trainer.weight_sync import PackedWeights, SharedWeights, pack_weights
 
 # policy_loss metrics averaged over valid tokens (weighted by each micro-batch's valid tokens)
 _TOKEN_MEAN_METRICS = ("clip_frac", "approx_kl", "ratio_mean")
@@ -75,7 +75,7 @@ class TrainerWorker:
         self.shard = SeqShard(self.layout.sp_rank, self.layout.sp, sp_group(self.layout, self.device))
         torch.manual_seed(cfg.seed)
         if model is None:
-            model, tokenizer = load_model(cfg)
+            model, tokenizer = load_policy(cfg)
         self.tokenizer = tokenizer
         self.hf_config = model.config
         self.model = prepare_model(model, cfg, self.device, frozen=frozen, shard=self.shard)
@@ -311,8 +311,8 @@ class TrainerWorker:
     @torch.no_grad()
     def share_weights(self, dtype: torch.dtype | None = None) -> SharedWeights:
         """The full weights (HF names, `dtype`, default the compute dtype) packed into ONE buffer on this
-        rank's device, shared with an engine on the same GPU through CUDA IPC (see weight_sync.py): no
-        copy through the CPU. A collective: call on every rank. The buffer lives until
+        rank's device, shared with an engine on the same GPU through CUDA IPC (codefu/models/weights.py):
+        no copy through the CPU. A collective: call on every rank. The buffer lives until
         `drop_shared_weights` (call it once the engines have loaded)."""
         dtype = dtype or compute_dtype(self.cfg, self.device)
         named = [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()]

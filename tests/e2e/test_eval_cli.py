@@ -9,6 +9,7 @@ import pytest
 
 from codefu.data.starter import load_starter_problems
 from codefu.errors import CodefuError
+from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.evaluate import (
     bucket_of,
     ci_by_bucket,
@@ -19,7 +20,6 @@ from codefu.orchestrator.evaluate import (
     select_problems,
     split_names,
 )
-from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 from codefu.types import Problem
 
 STARTER = [p.name for p in load_starter_problems()]  # names in the dataset's order

@@ -14,8 +14,8 @@ from codefu.config import load_config
 from codefu.data.starter import load_starter_problems
 from codefu.orchestrator.cli import resolve_model
 from codefu.orchestrator.config import RunConfig
-from codefu.trainer.model import load_model
-from codefu.trainer.probe import probe_update, solution_batch
+from codefu.orchestrator.probe import probe_update, solution_batch
+from codefu.trainer.model import load_policy
 from codefu.trainer.worker import TrainerWorker
 
 CPU_DEFAULT = Path(__file__).parents[2] / "configs" / "cpu.yaml"
@@ -31,7 +31,7 @@ def test_one_default_update_moves_real_responses_the_way_their_advantages_say():
     cfg = resolve_model(load_config(RunConfig, CPU_DEFAULT)).trainer
     # one optimizer step over the whole batch, from a fresh optimizer: no warm-up ramp hiding the step
     cfg = replace(cfg, warmup_steps=0, mini_batch_size=0)
-    model, tokenizer = load_model(cfg)
+    model, tokenizer = load_policy(cfg)
     problems = [p for p in load_starter_problems() if _has_python_wrong(p)][:4]
     for p in problems:
         p.preferred_language = "python"
@@ -46,7 +46,7 @@ def test_one_default_update_moves_real_responses_the_way_their_advantages_say():
     assert result.changed_fraction > 0  # the update reached the compute-dtype weights the engine gets
 
     # the same batch with the advantages flipped, on a fresh copy of the weights, moves the other way
-    model, _ = load_model(cfg)
+    model, _ = load_policy(cfg)
     flipped = solution_batch(tokenizer, problems)
     flipped.advantages = -flipped.advantages
     result = probe_update(TrainerWorker(cfg, model=model, tokenizer=tokenizer), flipped)

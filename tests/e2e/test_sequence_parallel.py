@@ -15,10 +15,11 @@ import torch
 import torch.multiprocessing as mp
 from torch.distributed.tensor import DTensor
 
+from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
 from codefu.trainer.distributed import Layout, free_port, init_distributed
 from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, kv_replication
-from codefu.trainer.testing import random_batch, save_tiny_model
+from codefu.trainer.testing import random_batch
 
 VOCAB = 128
 LEN = 15  # not a multiple of 2 or 4: the last rank's slice reaches into padding

@@ -13,9 +13,10 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
 from codefu.trainer.distributed import free_port, init_distributed
-from codefu.trainer.testing import random_batch, save_tiny_model
+from codefu.trainer.testing import random_batch
 
 VOCAB = 128
 LEN = 12

@@ -21,9 +21,9 @@ pytestmark = [
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
 from test_sequence_parallel import MODELS, assert_close, config, run  # noqa: E402
 
+from codefu.models.tiny import save_tiny_model  # noqa: E402
 from codefu.trainer import TrainerWorker  # noqa: E402
 from codefu.trainer.distributed import free_port, init_distributed  # noqa: E402
-from codefu.trainer.testing import save_tiny_model  # noqa: E402
 
 
 def gpu_config(model_dir: Path, sp: int):

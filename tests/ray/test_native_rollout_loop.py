@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
+from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
-from codefu.rollout.tiny import tiny_tokenizer
 
 pytestmark = pytest.mark.slow  # a Ray loop (~1-2 min on a loaded 2-core machine): `-m "not slow"` skips it
 

@@ -12,12 +12,12 @@ import pytest
 import ray
 from ray.util import placement_group_table
 
+from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
 from codefu.orchestrator.placement import reserve
 from codefu.orchestrator.plan import Bundle, Plan, ResourcesConfig, make_plan
 from codefu.orchestrator.roles import Roles
-from codefu.rollout.tiny import tiny_tokenizer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402

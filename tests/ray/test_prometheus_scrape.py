@@ -46,9 +46,9 @@ def child(run_dir: Path, ray_metrics_port: int) -> None:
     from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
     from codefu.config import dump_yaml
+    from codefu.models.tiny import tiny_tokenizer
     from codefu.observability.config import ObservabilityConfig, PrometheusConfig
     from codefu.orchestrator.loop import train
-    from codefu.rollout.tiny import tiny_tokenizer
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              _metrics_export_port=ray_metrics_port)

@@ -4,9 +4,9 @@ import functools
 
 import ray
 
+from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.rollout import SamplingParams, TransformersEngine
 from codefu.rollout.actor import RolloutWorker, make_rollout_actor
-from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 
 PROMPTS = [[1, 40, 41, 42], [1, 50, 51, 52, 53, 54, 55, 56], [1, 60]]
 SAMPLING = SamplingParams(n=2, temperature=0.8, top_p=0.9, max_new_tokens=12, seed=11)

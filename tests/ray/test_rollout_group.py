@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import ray
 
+from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.roles import RolloutGroup, split_groups, worker_seed
 from codefu.rollout import SamplingParams, TransformersEngine
 from codefu.rollout.actor import RolloutWorker, make_rollout_actor
-from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 
 PROMPTS = [[1, 40, 41, 42], [1, 50, 51], [1, 60], [1, 61, 62, 63, 64], [1, 70, 71]]
 SAMPLING = SamplingParams(n=3, temperature=0.9, max_new_tokens=6, seed=5)

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from codefu.data.difficulty import DifficultyConfig
+from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
 from codefu.orchestrator.config import AlgoConfig, DataConfig, LoopConfig, RolloutConfig, RunConfig
 from codefu.orchestrator.plan import ResourcesConfig
 from codefu.orchestrator.roles import Score
-from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 from codefu.trainer.config import TrainerConfig
 from codefu.types import Problem
 

@@ -3,9 +3,10 @@
 import ray
 import torch
 
+from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig
 from codefu.trainer.actor import make_trainer_group
-from codefu.trainer.testing import random_batch, save_tiny_model
+from codefu.trainer.testing import random_batch
 
 
 def test_trainer_actor_round_trip(local_ray, tmp_path):

@@ -84,3 +84,27 @@ def test_shipped_run_configs_load(name):
     if name == "codefu-7b.yaml":  # the published recipe
         assert (cfg.rollout.n, cfg.trainer.mini_batch_size, cfg.trainer.lr) == (8, 32, 1e-5)
         assert (cfg.trainer.kl_coef, cfg.trainer.kl_kind, cfg.rollout.temperature) == (0.001, "k3", 1.0)
+
+
+def test_each_run_knob_has_one_owner(tmp_path):
+    from codefu.orchestrator.config import RunConfig, check_run_config
+
+    cfg = load_config(RunConfig, None, ["algo.reward=binary", "rollout.temperature=0.7"])
+    # the judge's reward and the trainer's temperature follow their owners...
+    assert cfg.judge.reward == "binary" and cfg.trainer.temperature == 0.7
+    # ...are not saved on their own, and a saved config loads back to the same run
+    text = dump_yaml(cfg)
+    assert "temperature: 0.7" in text and text.count("temperature") == 1 and text.count("reward: binary") == 1
+    (tmp_path / "config.yaml").write_text(text)
+    assert load_config(RunConfig, tmp_path / "config.yaml") == cfg
+    # a config of an older version holds both, agreeing: it still loads
+    assert load_config(RunConfig, None, ["judge.reward=codefu"]).judge.reward == "codefu"
+    for override, written, owner in [
+        ("judge.reward=binary", "judge.reward", "algo.reward"),
+        ("trainer.temperature=0.5", "trainer.temperature", "rollout.temperature"),
+    ]:
+        with pytest.raises(CodefuError, match=f"{written} is not a setting of its own: it follows {owner}"):
+            load_config(RunConfig, None, [override])
+    # greedy sampling is refused where the user wrote it, not later by the trainer under its own key
+    with pytest.raises(CodefuError, match=r"rollout.temperature must be > 0 .*got 0.0"):
+        check_run_config(load_config(RunConfig, None, ["rollout.temperature=0"]))

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.rollout import SamplingParams, TransformersEngine, encode_prompt, logprob_mismatch
 from codefu.rollout.prompts import default_messages, is_prerendered, parse_chatml
 from codefu.rollout.sampling import sample_from_scores
-from codefu.rollout.tiny import tiny_model, tiny_tokenizer
 from codefu.types import Problem
 
 CODEFU_EASY = Path(__file__).resolve().parents[2].parent / "shared/data/codefu-easy"

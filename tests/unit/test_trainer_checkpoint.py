@@ -8,9 +8,10 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig, TrainerWorker
 from codefu.trainer import checkpoint as ckpt
-from codefu.trainer.testing import random_batch, save_tiny_model
+from codefu.trainer.testing import random_batch
 
 VOCAB = 128
 

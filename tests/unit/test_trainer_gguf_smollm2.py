@@ -11,7 +11,7 @@ import torch
 from transformers import AutoTokenizer
 
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
-from codefu.trainer.model import load_model
+from codefu.trainer.model import load_policy
 
 
 def smollm2_gguf() -> Path:
@@ -29,7 +29,7 @@ def smollm2_gguf() -> Path:
 def test_gguf_smollm2_loads_as_llama_with_tokenizer(tmp_path):
     pytest.importorskip("gguf")
     cfg = TrainerConfig(model=str(smollm2_gguf()), lr=1e-6, micro_batch_tokens=256)
-    model, tokenizer = load_model(cfg)
+    model, tokenizer = load_policy(cfg)
     assert type(model).__name__ == "LlamaForCausalLM"
     n_params = sum(p.numel() for p in model.parameters())
     assert abs(n_params - 134.5e6) < 0.5e6, n_params

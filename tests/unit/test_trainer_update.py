@@ -11,8 +11,9 @@ from transformers import AutoModelForCausalLM
 
 import codefu.trainer.worker as worker_mod
 from codefu.algo.grpo import aggregate_loss, entropy_from_logits, kl_penalty, policy_loss
+from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig, TrainerWorker
-from codefu.trainer.testing import random_batch, save_tiny_model
+from codefu.trainer.testing import random_batch
 
 VOCAB = 128
 

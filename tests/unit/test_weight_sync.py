@@ -7,7 +7,7 @@ import pickle
 import pytest
 import torch
 
-from codefu.trainer.weight_sync import FlatLayout, pack_weights
+from codefu.models.weights import FlatLayout, pack_weights
 
 
 def test_pack_share_open_round_trip_converts_dtype_and_keeps_shapes():

@@ -32,7 +32,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from codefu.rollout.hf_engine import DTYPES, EngineConfig, eos_ids
+from codefu.models import DTYPE_BY_NAME
+from codefu.rollout.engine import EngineConfig, eos_ids, load_for_engine
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs
 from codefu.rollout.native.host_tables import HostBlockTables
@@ -41,7 +42,6 @@ from codefu.rollout.native.model import NativeCausalLM
 from codefu.rollout.native.scheduler import DecodeStep, Group, PrefillStep, Scheduler, Sequence
 from codefu.rollout.sampling import make_generator, sample_step
 from codefu.rollout.types import Completion, SamplingParams
-from codefu.trainer.model import warn_if_slow_on_cpu
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,8 @@ class NativeEngine:
         tokenizer: Any = None,
         generation_config: Any = None,
     ) -> None:
-        if config.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {config.dtype!r}")
+        if config.dtype not in DTYPE_BY_NAME:
+            raise ValueError(f"dtype must be one of {sorted(DTYPE_BY_NAME)}, got {config.dtype!r}")
         for name in ("block_size", "max_num_seqs", "kv_cache_tokens"):
             if getattr(config, name) < 1:
                 raise ValueError(f"EngineConfig.{name} must be >= 1, got {getattr(config, name)}")
@@ -88,7 +88,7 @@ class NativeEngine:
             )
         self.config = config
         self.device = torch.device(config.device)
-        self.dtype = DTYPES[config.dtype]
+        self.dtype = DTYPE_BY_NAME[config.dtype]
         self.tokenizer = tokenizer
         self.block_size = config.block_size
         requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
@@ -134,11 +134,7 @@ class NativeEngine:
     @classmethod
     def from_config(cls, config: EngineConfig) -> NativeEngine:
         """Load the model with transformers once (HF folder, .gguf, hub id), take its config and weights."""
-        from codefu.rollout.hf_engine import load_model_and_tokenizer
-
-        hf_model, tokenizer = load_model_and_tokenizer(config.model, config.gguf_file, config.dtype)
-        if torch.device(config.device).type == "cpu":
-            warn_if_slow_on_cpu(DTYPES[config.dtype])
+        hf_model, tokenizer = load_for_engine(config)
         return cls.from_hf_model(hf_model, tokenizer, config)
 
     @classmethod

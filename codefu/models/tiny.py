@@ -1,15 +1,44 @@
-"""A tiny Llama and a character-level tokenizer with a ChatML template, built locally (no downloads).
+"""Tiny models and a character-level tokenizer with a ChatML template, built locally (no downloads).
 
-For tests and toy tasks: `tiny_model(seed)` is a random-init 2-layer LlamaForCausalLM (vocab 128,
-EOS 2, BOS 1, pad 0); `tiny_tokenizer()` maps each printable ASCII character (and newline) to one id and
-knows the special tokens <pad> <s> </s> <|im_start|> <|im_end|> <unk>.
+For tests, toy tasks and benchmarks: `TINY_LLAMA` is the one tiny architecture of every test;
+`save_tiny_model(path)` saves a random-init one as an HF folder; `tiny_model(seed)` is a random-init
+2-layer LlamaForCausalLM (vocab 128, EOS 2, BOS 1, pad 0) for `tiny_tokenizer()`, which maps each
+printable ASCII character (and newline) to one id and knows the special tokens <pad> <s> </s>
+<|im_start|> <|im_end|> <unk>.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
+
+#: A 2-layer Llama (vocab 128, hidden 64): ~0.1M parameters, builds in milliseconds.
+TINY_LLAMA = dict(
+    model_type="llama",
+    vocab_size=128,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=512,
+    tie_word_embeddings=False,
+)
+
+
+def save_tiny_model(path: str | Path, seed: int = 0, **overrides) -> Path:
+    """A random-init TINY_LLAMA (plus overrides) saved with save_pretrained (fp32 safetensors) at `path`."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    spec = dict(TINY_LLAMA) | overrides
+    config = AutoConfig.for_model(spec.pop("model_type"), **spec)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.save_pretrained(path)
+    return Path(path)
+
 
 VOCAB_SIZE = 128
 SPECIALS = ["<pad>", "<s>", "</s>", "<|im_start|>", "<|im_end|>", "<unk>"]  # ids 0..5
@@ -20,10 +49,8 @@ CHATML_TEMPLATE = (
 
 
 def tiny_config(**overrides: Any) -> Any:
-    """The trainer's TINY_LLAMA (one tiny architecture for every test) with this tokenizer's special ids."""
+    """TINY_LLAMA with this tokenizer's special ids."""
     from transformers import LlamaConfig
-
-    from codefu.trainer.testing import TINY_LLAMA
 
     kwargs: dict[str, Any] = {k: v for k, v in TINY_LLAMA.items() if k != "model_type"}
     kwargs.update(vocab_size=VOCAB_SIZE, eos_token_id=2, bos_token_id=1, pad_token_id=0)
