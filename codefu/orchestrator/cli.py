@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
             else max(os.cpu_count() or 1, int(plan.cpus + 0.999)),
             include_dashboard=False,
             log_to_driver=True,
+            # an actor's progress bar reaches the console as one forwarded line per refresh (loading the
+            # GGUF printed ~15 per actor): the driver's own bars say what each phase is doing
+            runtime_env={"env_vars": {"TQDM_DISABLE": "1"}},
         )
     scorer = JudgeScorer(cfg)
     try:
