@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             # GGUF printed ~15 per actor): the driver's own bars say what each phase is doing
             runtime_env={"env_vars": {"TQDM_DISABLE": "1"}},
         )
-    scorer = JudgeScorer(cfg)
+    scorer = JudgeScorer.on_cluster(cfg)
     try:
         train(cfg, run_dir, train_problems, val_problems, tokenizer, scorer, max_steps=args.max_steps)
     finally:

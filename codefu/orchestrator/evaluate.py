@@ -3,11 +3,13 @@ its 95% bootstrap interval over problems; with --baseline, the paired difference
 
     codefu eval --model PATH --dataset PATH [--n 8] [--k 1,8] [--out results.json]
                 [--problems NAME,NAME | --split-file FILE [--split heldout]] [--baseline B]
-                [--temperature 1.0] [--top-p 1.0] [--seed 0] [--max-problems N] ...
+                [--temperature 1.0] [--top-p 1.0] [--top-k 0] [--engine transformers|native]
+                [--seed 0] [--max-problems N] ...
 
 PATH is an HF folder (e.g. a checkpoint's HF export), a .gguf file, or `smollm2` (the bundled default).
 pass@k is the unbiased estimator of Chen et al. (2021) over n samples per problem; its interval is the
-percentile bootstrap over problems (codefu.observability.passk), seeded by --seed.
+percentile bootstrap over problems (codefu.observability.passk), seeded by --seed. Sampling and judging
+go through the loop's own validation path (codefu.orchestrator.evaluation), with either engine.
 
 --problems evaluates only the problems so named; --split-file FILE does the same with a JSON list of
 names, or with one list of an object of named lists ({"train": [...], "heldout": [...]}) chosen by
@@ -26,7 +28,7 @@ The --out JSON (`buckets`, `verdicts` and the rest as before; `ci95`, `per_probl
      "ci95": {"all": {"pass@1": [0.15, 0.28], "pass@8": [0.33, 0.67]}, "easy": {...}},
      "per_problem": {"square-number": 3, ...},     # accepted samples of the n, every problem evaluated
      "verdicts": {"WA": 120, ...}, "seconds": 81.2,
-     "sampling": {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 512, "seed": 0},
+     "sampling": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512, "seed": 0},
      "comparison": {                               # with --baseline only
          "baseline": B, "baseline_model": ..., "baseline_n": 8,
          "problems": 24, "only_a": 0, "only_b": 0,  # compared; evaluated here only; in B only
@@ -47,14 +49,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from codefu.errors import CodefuError
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS
 from codefu.judge.sandbox import SandboxConfig
 from codefu.observability.passk import by_bucket, paired_difference, pass_at_k_ci, pass_at_k_table
-from codefu.types import Problem, Status
+from codefu.types import Problem
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -72,6 +72,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=512)
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling; 1.0: off")
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest tokens; 0: off")
+    p.add_argument("--engine", default="transformers", choices=["transformers", "native"],
+                   help="rollout backend (docs/rollout.md); native: paged KV cache, continuous batching")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
@@ -219,7 +222,7 @@ def load_baseline(path: str, dataset: str, sampling: Mapping[str, Any]) -> dict[
               file=sys.stderr)
     theirs = data.get("sampling")
     if isinstance(theirs, dict):
-        differ = {k: (theirs.get(k), v) for k, v in sampling.items() if theirs.get(k) != v}
+        differ = {k: (theirs[k], v) for k, v in sampling.items() if k in theirs and theirs[k] != v}
         if differ:
             print(f"warning: --baseline {path} sampled differently (baseline, this): {differ}",
                   file=sys.stderr)
@@ -229,34 +232,39 @@ def load_baseline(path: str, dataset: str, sampling: Mapping[str, Any]) -> dict[
 def sample_and_judge(
     model_arg: str, problems: list[Problem], args: argparse.Namespace, judge: Judge, label: str = ""
 ) -> tuple[dict[str, int], dict[str, int]]:
-    """({problem: accepted samples}, {verdict: samples}) of one model: n samples per problem, judged."""
+    """({problem: accepted samples}, {verdict: samples}) of one model: n samples per problem, judged, by the
+    loop's own evaluation path (`sample_and_score`) over a local engine and judge."""
     from codefu.models import smollm2_gguf
-    from codefu.rollout.hf_engine import TransformersEngine
+    from codefu.orchestrator.evaluation import sample_and_score
+    from codefu.orchestrator.roles import JudgeScorer
+    from codefu.rollout.actor import build_engine
+    from codefu.rollout.engine import EngineConfig
     from codefu.rollout.prompts import encode_prompt
     from codefu.rollout.types import SamplingParams
 
     model = str(smollm2_gguf()) if model_arg == "smollm2" else model_arg
-    engine = TransformersEngine.from_pretrained(
-        model, dtype=args.dtype, device=args.device, batch_size=args.batch_size
+    engine = build_engine(
+        EngineConfig(model=model, engine=args.engine, dtype=args.dtype, device=args.device,
+                     batch_size=args.batch_size)
     )
-    sampling = SamplingParams(n=args.n, temperature=args.temperature, top_p=args.top_p,
+    sampling = SamplingParams(n=args.n, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
                               max_new_tokens=args.max_new_tokens, seed=args.seed)
-    completions = []
-    per_call = max(1, args.batch_size // args.n)  # whole GRPO-style groups per engine call
-    with tqdm(total=len(problems), unit="problem", desc=f"generate{label}", disable=None) as bar:
-        for i in range(0, len(problems), per_call):
-            chunk = problems[i : i + per_call]
-            out = engine.generate([encode_prompt(engine.tokenizer, p) for p in chunk], sampling)
-            completions += [(chunk[c.prompt_index], c) for c in out]
-            bar.update(len(chunk))
+    scorer = JudgeScorer(judge, args.reward, progress=f"judge{label}")
+    tokenizer = engine.tokenizer
+    try:
+        result = sample_and_score(
+            problems,
+            lambda p: encode_prompt(tokenizer, p),
+            engine.generate,
+            scorer.score,
+            sampling,
+            prompts_per_call=max(1, args.batch_size // args.n),  # whole groups of n samples per engine call
+            label=label,
+        )
+    except ValueError as e:  # what the engine refuses (a prompt longer than the model takes, ...)
+        raise CodefuError(f"--model {model_arg} (--engine {args.engine}): {e}") from None
     del engine
-    correct: dict[str, int] = {p.name: 0 for p in problems}
-    statuses: dict[str, int] = defaultdict(int)
-    items = [(p, c.text) for p, c in completions]
-    for i, verdict in tqdm(judge.judge_many(items), total=len(items), desc=f"judge{label}", disable=None):
-        statuses[verdict.status.value] += 1
-        correct[items[i][0].name] += verdict.status is Status.ACCEPTED
-    return correct, dict(statuses)
+    return result.accepted(), dict(result.statuses)
 
 
 def print_table(table: Mapping[str, Mapping[str, Any]], ci95: Mapping[str, Mapping[str, list[float]]],
@@ -279,12 +287,16 @@ def run(args: argparse.Namespace) -> int:
         raise CodefuError(f"--k {args.k}: every k must be between 1 and --n {args.n}")
     if not 0.0 < args.top_p <= 1.0:
         raise CodefuError(f"--top-p {args.top_p}: must be in (0, 1]")
+    if args.top_k < 0:
+        raise CodefuError(f"--top-k {args.top_k}: must be >= 0 (0: off)")
+    if args.temperature <= 0:
+        raise CodefuError(f"--temperature {args.temperature}: must be > 0")
     if args.split is not None and args.split_file is None:
         raise CodefuError("--split needs --split-file")
     from codefu.data.loader import load_problems
     from codefu.data.starter import load_starter_problems
 
-    sampling_info = {"temperature": args.temperature, "top_p": args.top_p,
+    sampling_info = {"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
                      "max_new_tokens": args.max_new_tokens, "seed": args.seed}
     baseline_file = None
     if args.baseline is not None and args.baseline.endswith(".json"):

@@ -28,6 +28,7 @@ from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
 from codefu.orchestrator.config import RunConfig
+from codefu.orchestrator.evaluation import sample_and_score
 from codefu.orchestrator.roles import Roles, Score, Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
@@ -190,15 +191,10 @@ def step_metrics(sampled: Sampled) -> dict[str, float]:
 def validate(cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, step: int) -> dict[str, float]:
     n = cfg.loop.val_n
     sampling = sampling_params(cfg, n, seed=cfg.loop.seed + 7)
-    completions = roles.generate([encode(p) for p in problems], sampling)
-    scores = scorer.score([problems[c.prompt_index] for c in completions], [c.text for c in completions])
-    results: dict[str, list[bool]] = {p.name: [] for p in problems}
-    for c, s in zip(completions, scores, strict=True):
-        results[problems[c.prompt_index].name].append(s.passed)
+    result = sample_and_score(problems, encode, roles.generate, scorer.score, sampling, label=" (validation)")
     # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems
-    out = passk_metrics_with_ci(results, sorted({1, n}), seed=cfg.loop.seed)
-    rewards = [s.reward for s in scores if s.reward is not None]
-    out["eval/reward_mean"] = sum(rewards) / max(1, len(rewards))
+    out = passk_metrics_with_ci(result.passed, sorted({1, n}), seed=cfg.loop.seed)
+    out["eval/reward_mean"] = sum(result.rewards) / max(1, len(result.rewards))
     return out
 
 

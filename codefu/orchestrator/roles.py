@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import ray
+from tqdm import tqdm
 
+from codefu.judge.judge import Judge
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward
 from codefu.orchestrator.config import RunConfig
@@ -43,26 +45,31 @@ class Scorer(Protocol):
 
 
 class JudgeScorer:
-    """Rewards from the sandboxed judge, spread over the cluster's CPUs."""
+    """Rewards from the sandboxed judge: a local `Judge` or the `RayJudgePool` over the cluster's CPUs."""
 
-    def __init__(self, cfg: RunConfig):
-        self.reward = cfg.algo.reward
+    def __init__(self, judge: Judge | RayJudgePool, reward: str, progress: str | None = None):
+        self.judge, self.reward = judge, reward
+        self.progress = progress  # a progress bar's label (on a terminal), or None: no bar
+
+    @classmethod
+    def on_cluster(cls, cfg: RunConfig) -> JudgeScorer:
         res = cfg.resources
         pool = PoolConfig(cpus_per_node=res.judge_cpus, node_group=res.judge_group)
-        self.pool = RayJudgePool(cfg.judge, pool)  # cfg.judge.reward is algo.reward (RunConfig.DERIVED)
+        # cfg.judge.reward is algo.reward (RunConfig.DERIVED)
+        return cls(RayJudgePool(cfg.judge, pool), cfg.algo.reward)
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
-        verdicts = dict(self.pool.judge_many(zip(problems, responses, strict=True)))
-        out = []
-        for i in range(len(responses)):
-            v = verdicts[i]
-            out.append(
-                Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value, v.reused)
-            )
-        return out
+        verdicts = self.judge.judge_many(zip(problems, responses, strict=True))
+        if self.progress is not None:
+            verdicts = tqdm(verdicts, total=len(responses), desc=self.progress, disable=None)
+        by_position = dict(verdicts)
+        return [
+            Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value, v.reused)
+            for v in (by_position[i] for i in range(len(responses)))
+        ]
 
     def close(self) -> None:
-        self.pool.close()
+        self.judge.close()
 
 
 def split_groups(n_prompts: int, n_workers: int) -> list[range]:

@@ -176,7 +176,7 @@ def test_eval_cli_on_starter_problems(tmp_path, tiny_model_dir):
         assert set(row) == {"pass@1", "pass@2"}
         for k, (low, high) in row.items():
             assert low <= result["buckets"][bucket][k] <= high
-    assert result["sampling"] == {"temperature": 1.0, "top_p": 1.0, "max_new_tokens": 8, "seed": 0}
+    assert result["sampling"] == {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 8, "seed": 0}
     assert "95% bootstrap interval over problems" in r.stdout
     assert "comparison" not in result
 
@@ -221,6 +221,26 @@ def test_eval_cli_against_a_baseline_model(tmp_path, tiny_model_dir):
     assert c["baseline_result"]["per_problem"] == result["per_problem"]
     assert c["baseline_result"]["verdicts"] == result["verdicts"]
     assert "A - B: +0.000 [+0.000, +0.000] over 2 problems" in r.stdout
+
+
+def test_eval_cli_with_the_native_engine_and_top_k(tmp_path, tiny_model_dir):
+    # the tiny model takes 512 positions; a starter prompt is ~900 characters = tokens here
+    r = eval_cli("--model", str(tiny_model_dir), "--max-problems", "1", "--engine", "native")
+    assert r.returncode == 2 and "(--engine native): prompt 0 has" in r.stderr and "Traceback" not in r.stderr
+    model = tmp_path / "long"
+    tiny_model(seed=0, max_position_embeddings=2048).save_pretrained(model)
+    tiny_tokenizer().save_pretrained(model)
+    # the same path as the loop's validation, over the other backend and with top-k: same problems, every
+    # sample judged, the sampling recorded
+    out = tmp_path / "native.json"
+    r = eval_cli("--model", str(model), "--max-problems", "2", "--engine", "native", "--top-k", "5",
+                 "--out", str(out))
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert list(result["per_problem"]) == STARTER[:2] and sum(result["verdicts"].values()) == 4
+    assert result["sampling"]["top_k"] == 5
+    bad = eval_cli("--model", str(tiny_model_dir), "--top-k", "-1")
+    assert bad.returncode == 2 and "--top-k -1: must be >= 0" in bad.stderr
 
 
 def test_eval_rejects_unknown_problem_names(tmp_path):
