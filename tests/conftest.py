@@ -1,5 +1,6 @@
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+# shared test helpers: `from helpers.toy_loop import ...` in any tier (and in the scripts tests start)
+sys.path.insert(0, str(REPO / "tests"))
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 

@@ -5,16 +5,12 @@ is saved beside the test's output (tmp_path/report.png). A control page shows th
 import base64
 import shutil
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-
-from test_observability_report import make_run  # noqa: E402
-
 from codefu.observability.report import SECTIONS, write_report  # noqa: E402
+from helpers.report_runs import make_run  # noqa: E402
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(

@@ -5,7 +5,6 @@ comparison is tight). Needs 2 GPUs: `pytest tests/gpu/test_sequence_parallel_gpu
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,12 +17,10 @@ pytestmark = [
     pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs"),
 ]
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "e2e"))
-from test_sequence_parallel import MODELS, assert_close, config, run  # noqa: E402
-
 from codefu.models.tiny import save_tiny_model  # noqa: E402
 from codefu.trainer import TrainerWorker  # noqa: E402
 from codefu.trainer.distributed import free_port, init_distributed  # noqa: E402
+from helpers.seq_parallel import MODELS, assert_close, config, run  # noqa: E402
 
 
 def gpu_config(model_dir: Path, sp: int):

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
+from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
 pytestmark = pytest.mark.slow  # a Ray loop (~1-2 min on a loaded 2-core machine): `-m "not slow"` skips it
 

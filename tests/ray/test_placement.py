@@ -4,7 +4,6 @@ every actor starts in its bundle, trainer ranks rendezvous on rank 0's node, two
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,9 +17,7 @@ from codefu.orchestrator import loop
 from codefu.orchestrator.placement import reserve
 from codefu.orchestrator.plan import Bundle, Plan, ResourcesConfig, make_plan
 from codefu.orchestrator.roles import Roles
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
+from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
 
 # 2 ranks (+ 2 reference ranks) and 2 rollout workers in 2 bundles of 0.75 CPU: fits the 2-CPU test cluster
 RESOURCES = ResourcesConfig(

@@ -40,15 +40,14 @@ PROMETHEUS = shutil.which("prometheus")
 
 
 def child(run_dir: Path, ray_metrics_port: int) -> None:
+    sys.path.insert(0, str(REPO / "tests"))  # run as a script: no conftest put the helpers on the path
     import ray
-
-    sys.path.insert(0, str(HERE))
-    from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
     from codefu.config import dump_yaml
     from codefu.models.tiny import tiny_tokenizer
     from codefu.observability.config import ObservabilityConfig, PrometheusConfig
     from codefu.orchestrator.loop import train
+    from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              _metrics_export_port=ray_metrics_port)
@@ -214,17 +213,15 @@ def test_prometheus_scrapes_a_training_run(tmp_path):
 
 
 def check_trackers_and_report(run_dir: Path) -> None:
-    sys.path.insert(0, str(REPO / "tests" / "unit"))
-    from test_observability_trackers import (
+    from codefu.observability.report import SECTIONS, write_report
+    from codefu.observability.trackers import mlflow_key
+    from helpers.trackers import (
         jsonl_values,
         read_mlflow,
         read_tensorboard,
         read_wandb_history,
         same,
     )
-
-    from codefu.observability.report import SECTIONS, write_report
-    from codefu.observability.trackers import mlflow_key
 
     expected = jsonl_values(run_dir)
     assert "eval/pass@4" in expected and "rollout/tokens_per_s" in expected

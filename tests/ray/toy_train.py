@@ -10,12 +10,10 @@ from pathlib import Path
 
 import ray
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from test_train_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared helpers
 from codefu.models.tiny import tiny_tokenizer  # noqa: E402
 from codefu.orchestrator.loop import train  # noqa: E402
+from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
 
 if __name__ == "__main__":
     run_dir, steps = Path(sys.argv[1]), int(sys.argv[2])

@@ -72,3 +72,19 @@ def test_no_import_cycle_at_module_level():
     # `from codefu.judge import runner` inside codefu.judge is an edge to the runner, not to the package
     edges = {m: {i for i in deps if not m.startswith(i + ".")} for m, deps in edges.items()}
     assert find_cycle(edges) == []
+
+
+def test_test_files_import_shared_helpers_not_each_other():
+    tests = PACKAGE.parent / "tests"
+    offenders = []
+    for path in tests.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            offenders += [(path.name, n) for n in names if n.split(".")[0].startswith(("test_", "conftest"))]
+    assert offenders == []  # shared code lives in tests/helpers

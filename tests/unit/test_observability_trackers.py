@@ -2,12 +2,8 @@
 TensorBoard hold afterwards, read back with their own readers and compared with metrics.jsonl, across a
 resume."""
 
-import json
 import math
-import os
-import struct
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +16,7 @@ from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import read_metrics
 from codefu.observability.trackers import flatten_config, mlflow_key
 from codefu.types import Status
+from helpers.trackers import jsonl_values, read_mlflow, read_tensorboard, read_wandb_history, same
 
 NO_PROMETHEUS = PrometheusConfig(ray=False, port=None)
 
@@ -48,17 +45,8 @@ class FakeRunConfig:
     steps: int = 6
 
 
-def jsonl_values(run_dir: Path) -> dict[str, dict[int, float | None]]:
-    out: dict[str, dict[int, float | None]] = {}
-    for rec in read_metrics(run_dir):
-        for k, v in rec.items():
-            if k not in ("step", "time"):
-                out.setdefault(k, {})[rec["step"]] = v
-    return out
 
 
-def same(a: float | None, b: float) -> bool:
-    return math.isnan(b) if a is None else b == pytest.approx(a, rel=1e-6)
 
 
 def run_session(run_dir: Path, cfg: ObservabilityConfig, steps: range, resume_step: int | None = None):
@@ -97,19 +85,6 @@ def test_every_sink_gets_the_same_record_with_rates_added(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("step 1/6 | reward +0.100 | pass  25.0%")
 
 
-def read_mlflow(run_dir: Path) -> list[dict]:
-    from mlflow.tracking import MlflowClient
-
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"  # as MlflowSink sets for its local file store
-    client = MlflowClient(tracking_uri=(run_dir / "mlruns").resolve().as_uri())
-    exp = client.get_experiment_by_name("codefu")
-    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
-    out = []
-    for run in runs:
-        history = {k: {m.step: m.value for m in client.get_metric_history(run.info.run_id, k)}
-                   for k in run.data.metrics}
-        out.append({"run": run, "history": history})
-    return out
 
 
 def test_mlflow_holds_what_metrics_jsonl_holds_and_a_resume_replays_the_kept_steps(tmp_path):
@@ -138,69 +113,12 @@ def test_mlflow_holds_what_metrics_jsonl_holds_and_a_resume_replays_the_kept_ste
     assert sorted(first["history"]["reward/mean"]) == [1, 2, 3, 4, 5]
 
 
-W_AND_B_BLOCK = 32768  # the LevelDB-log layout of a .wandb file: 32 KiB blocks of 7-byte-header chunks
 
 
-def read_wandb_records(path: Path):
-    """The protobuf records of a W&B transaction log (.wandb), read without W&B's own reader (0.31 ships
-    none in Python): a 7-byte file header, then LevelDB log chunks (crc32c, length, type)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = path.read_bytes()
-    assert data[:4] == b":W&B", data[:7]
-    pos, buf = 7, b""
-    while pos + 7 <= len(data):
-        if W_AND_B_BLOCK - pos % W_AND_B_BLOCK < 7:  # a block's tail too short for a header is padding
-            pos += W_AND_B_BLOCK - pos % W_AND_B_BLOCK
-            continue
-        _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-        buf += data[pos + 7 : pos + 7 + length]
-        pos += 7 + length
-        if kind in (1, 4):  # FULL or LAST: a record is complete
-            rec = pb.Record()
-            rec.ParseFromString(buf)
-            yield rec
-            buf = b""
 
 
-def read_wandb_history(run_dir: Path) -> list[tuple[dict, dict[str, dict[int, float]]]]:
-    """(config, {key: {step: value}}) of every offline W&B run under run_dir, oldest first.
-
-    W&B's writer is a separate service process: on a loaded machine a run's file was once still empty
-    right after `finish()` returned (CI, 2026-11-29). Wait, boundedly, until every file holds its run."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return _read_wandb_history(run_dir)
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
-def _read_wandb_history(run_dir: Path) -> list[tuple[dict, dict[str, dict[int, float]]]]:
-    out = []
-    exited = 0
-    started = []
-    for path in sorted((run_dir / "wandb").glob("offline-run-*/run-*.wandb")):
-        history: dict[str, dict[int, float]] = {}
-        config: dict = {}
-        for rec in read_wandb_records(path):
-            kind = rec.WhichOneof("record_type")
-            if kind == "history":
-                items = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in rec.history.item}
-                step = int(items.pop("_step"))
-                for k, v in items.items():
-                    if not k.startswith("_"):
-                        history.setdefault(k, {})[step] = float(v)
-            elif kind == "run":
-                config = {i.key: json.loads(i.value_json) for i in rec.run.config.update}
-                started.append(rec.run.start_time.ToNanoseconds())
-            elif kind == "exit":
-                exited += 1
-        out.append((config, history))
-    assert len(started) == len(out) == exited, "a run file is not complete yet"
-    return [o for _, o in sorted(zip(started, out, strict=True), key=lambda t: t[0])]
 
 
 def test_wandb_offline_run_holds_what_metrics_jsonl_holds(tmp_path):
@@ -219,12 +137,6 @@ def test_wandb_offline_run_holds_what_metrics_jsonl_holds(tmp_path):
     assert sorted(first["reward/mean"]) == [1, 2, 3, 4]
 
 
-def read_tensorboard(log_dir: Path) -> dict[str, dict[int, float]]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
 
 
 def test_tensorboard_from_open_sinks_matches_jsonl_across_a_resume(tmp_path):

@@ -1,0 +1,1 @@
+"""Helpers shared by the test tiers (importable as `helpers.*`: tests/conftest.py puts tests/ on the path)."""
