@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 
 class _Yaml12Loader(yaml.SafeLoader):
-    """YAML with only true/false as booleans (YAML 1.2): `cgroup: off` must stay the string "off"."""
+    """YAML with only true/false as booleans (YAML 1.2): `cgroup: off` must stay the string "off"; and
+    1.2's floats: `5e-5` is a number."""
 
 
 _Yaml12Loader.yaml_implicit_resolvers = {
@@ -34,6 +35,12 @@ _Yaml12Loader.yaml_implicit_resolvers = {
 }
 _Yaml12Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+# YAML 1.1 (PyYAML) wants a dot in a float, so `lr: 5e-5` would be the string "5e-5"; 1.2 reads a number
+_Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
 )
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import textwrap
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from codefu.config import dump_yaml, load_config
+from codefu.config import dump_yaml, load_config, to_dict
 from codefu.errors import CodefuError
 from codefu.orchestrator.config import RunConfig, check_run_config
 from codefu.types import Problem
@@ -55,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = resolve_model(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     text = dump_yaml(cfg)
-    print(text)
     (run_dir / "config.yaml").write_text(text)
+    print(config_summary(cfg, run_dir))
 
     import ray
 
@@ -90,6 +91,34 @@ def run(args: argparse.Namespace) -> int:
         scorer.close()
     print(f"run directory: {run_dir}")
     return 0
+
+
+def config_summary(cfg: RunConfig, run_dir: Path) -> str:
+    """What a person reads at the start of a run: where it goes, the scale, and every key that differs from
+    the code's defaults (the whole config is in RUN_DIR/config.yaml)."""
+    r, d, lp = cfg.rollout, cfg.data, cfg.loop
+    lines = [
+        f"codefu train -> {run_dir} (full config: {run_dir / 'config.yaml'})",
+        f"  model: {cfg.trainer.model}",
+        f"  {lp.steps} steps x {d.prompts_per_step} prompts x {r.n} samples of {d.train!r}, "
+        f"{r.engine} engine on {r.device}, judge: {cfg.judge.sandbox.kind}",
+    ]
+    defaults = _flat(to_dict(RunConfig()))
+    changed = {k: v for k, v in _flat(to_dict(cfg)).items() if defaults.get(k) != v and k != "trainer.model"}
+    if changed:
+        text = ", ".join(f"{k}={v}" for k, v in changed.items())
+        lines.append(textwrap.fill(text, 108, initial_indent="  set: ", subsequent_indent="       "))
+    return "\n".join(lines)
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in data.items():
+        if isinstance(v, dict) and v:
+            out |= _flat(v, f"{prefix}{k}.")
+        else:
+            out[prefix + k] = v
+    return out
 
 
 def resolve_model(cfg: RunConfig) -> RunConfig:

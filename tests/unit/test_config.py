@@ -68,6 +68,15 @@ def test_yaml_1_1_words_stay_strings(tmp_path):
         load_config(JudgeConfig, None, ["early_stop=yes"])
 
 
+def test_exponent_floats_are_numbers(tmp_path):
+    # YAML 1.1 wants a dot ("5.0e-5"); what people write is 5e-5, in a file and in an override
+    path = tmp_path / "judge.yaml"
+    path.write_text("time_scale: 2e0\n")
+    cfg = load_config(JudgeConfig, path, ["float_tol=1e-9", "wall_scale=3E+1"])
+    assert (cfg.time_scale, cfg.float_tol, cfg.wall_scale) == (2.0, 1e-9, 30.0)
+    assert load_config(JudgeConfig, None, ["work_dir=e5"]).work_dir == "e5"  # not a number: a string
+
+
 def test_from_dict_bool_is_not_an_int():
     with pytest.raises(CodefuError, match="seed must be an integer"):
         from_dict(JudgeConfig, {"seed": True})
@@ -108,3 +117,16 @@ def test_each_run_knob_has_one_owner(tmp_path):
     # greedy sampling is refused where the user wrote it, not later by the trainer under its own key
     with pytest.raises(CodefuError, match=r"rollout.temperature must be > 0 .*got 0.0"):
         check_run_config(load_config(RunConfig, None, ["rollout.temperature=0"]))
+
+
+def test_the_first_screen_of_a_run_is_short_and_names_what_was_set(tmp_path):
+    from codefu.orchestrator.cli import config_summary
+    from codefu.orchestrator.config import RunConfig
+
+    cfg = load_config(RunConfig, None, ["trainer.model=/m.gguf", "rollout.n=8", "trainer.lr=5e-5"])
+    text = config_summary(cfg, tmp_path / "run")
+    lines = text.splitlines()
+    assert len(lines) <= 6 and all(len(line) <= 110 for line in lines[2:])  # the first two hold paths
+    assert f"full config: {tmp_path / 'run' / 'config.yaml'}" in lines[0] and "model: /m.gguf" in text
+    assert "8 samples" in text and "rollout.n=8" in text and "trainer.lr=5e-05" in text
+    assert "rollout.temperature" not in text  # left at its default: not listed
