@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from codefu.data.difficulty import DifficultyConfig
 from codefu.errors import CodefuError
@@ -75,6 +75,12 @@ class LoopConfig:
     """Samples per validation problem (pass@k for k <= val_n)."""
     save_every: int = 10
     """Checkpoint every N steps (and at the end); 0: only at the end."""
+    hf_export: Literal["end", "every_save"] = "end"
+    """The model in HF format (what `codefu eval` and transformers load): RUN_DIR/model at the end of the
+    run; every_save: also beside each checkpoint (RUN_DIR/checkpoints/step_N/hf)."""
+    keep_final_state: bool = True
+    """Keep the last resumable checkpoint at the end (weights, optimizer: ~12 bytes per parameter), so a
+    run can be extended; false: a finished run keeps RUN_DIR/model and its records only."""
     seed: int = 0
 
 

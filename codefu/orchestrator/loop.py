@@ -52,6 +52,9 @@ class Sampled:
     generated_tokens: int = 0  # response tokens of every completion, dropped ones included
 
 
+FINAL_MODEL = "model"  # RUN_DIR/model: the run's final model in HF format
+
+
 def train(
     cfg: RunConfig,
     run_dir: Path,
@@ -67,11 +70,16 @@ def train(
     encode = _prompt_cache(tokenizer)
     train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")
+    if checkpoint is None and (run_dir / FINAL_MODEL).exists():
+        raise CodefuError(
+            f"{run_dir} is a finished run that kept no resumable state (loop.keep_final_state: false); "
+            f"its model is {run_dir / FINAL_MODEL}: start a new run from it (trainer.model) to train on"
+        )
     roles = Roles(cfg)
     difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
     loader = ProblemLoader(train_problems, seed=cfg.data.seed, difficulty=difficulty)
     start = 0
-    checkpoint = latest_checkpoint(run_dir / "checkpoints")
     if checkpoint is not None:
         extra = roles.load(str(checkpoint))
         loader.load_state_dict(extra["loader"])
@@ -96,10 +104,16 @@ def train(
             if cfg.loop.val_every and ((step + 1) % cfg.loop.val_every == 0 or last) and val_problems:
                 metrics |= validate(cfg, roles, scorer, val_problems, encode, step)
             sink.write(step + 1, metrics)
-            if last or (cfg.loop.save_every and (step + 1) % cfg.loop.save_every == 0):
+            finished = step + 1 == cfg.loop.steps
+            if finished:
+                roles.export_hf(str(run_dir / FINAL_MODEL))  # loads in plain transformers
+            if finished and not cfg.loop.keep_final_state:
+                roles.drop_checkpoints(str(run_dir / "checkpoints"))
+            elif last or (cfg.loop.save_every and (step + 1) % cfg.loop.save_every == 0):
                 state = {"loader": loader.state_dict(), "step": step + 1}
                 saved = roles.save(str(run_dir / "checkpoints"), step + 1, state)
-                roles.export_hf(str(Path(saved) / "hf"))  # loads in plain transformers
+                if cfg.loop.hf_export == "every_save":
+                    roles.export_hf(str(Path(saved) / "hf"))
     finally:
         sink.close()
         roles.close()

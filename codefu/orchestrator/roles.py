@@ -202,6 +202,9 @@ class Roles:
     def export_hf(self, path: str) -> str:
         return ray.get([a.export_hf.remote(path) for a in self.trainer])[0]
 
+    def drop_checkpoints(self, root: str) -> None:
+        ray.get([a.drop_checkpoints.remote(root) for a in self.trainer])
+
     def close(self) -> None:
         for a in [*self.trainer, *(self.reference or []), *self.rollout.actors]:
             ray.kill(a)

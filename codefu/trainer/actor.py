@@ -51,6 +51,9 @@ class TrainerActor:
     def export_hf(self, path: str) -> str:
         return self.worker.export_hf(path)
 
+    def drop_checkpoints(self, root: str) -> None:
+        self.worker.drop_checkpoints(root)
+
     def step(self) -> int:
         return self.worker.step
 

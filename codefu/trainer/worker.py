@@ -343,6 +343,12 @@ class TrainerWorker:
         dist.barrier()
         return str(path)
 
+    def drop_checkpoints(self, root: str | Path) -> None:
+        """Delete every checkpoint under `root` (rank 0; a collective like `save`)."""
+        if self.rank == 0:
+            ckpt.prune_checkpoints(root, keep_last=0, drop_all=True)
+        dist.barrier()
+
     def load(self, path: str | Path) -> dict[str, Any]:
         """Resume from a checkpoint directory, or from the latest one under a root; any world size.
         Returns the caller's extra_state."""

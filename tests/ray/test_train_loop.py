@@ -9,29 +9,40 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
+from codefu.errors import CodefuError
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
+from codefu.trainer.checkpoint import latest_checkpoint
 from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
 
-def toy_run(tmp_path: Path, name: str, steps: int = 10, recompute: bool = True) -> list[float]:
+def toy_run(tmp_path: Path, name: str, steps: int = 10, recompute: bool = True, keep_state: bool = True):
     run_dir = tmp_path / name
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps, recompute=recompute)
+    cfg = replace(cfg, loop=replace(cfg.loop, keep_final_state=keep_state))
     loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, steps + 1))
-    # the final checkpoint's HF export loads in plain transformers
+    # the final model's HF export loads in plain transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    export = run_dir / "checkpoints" / f"step_{steps:08d}" / "hf"
+    export = run_dir / "model"
     AutoModelForCausalLM.from_pretrained(export)
     assert AutoTokenizer.from_pretrained(export).decode([40]) == tiny_tokenizer().decode([40])
+    # the final checkpoint stays resumable, or (keep_final_state: false) only the model and records stay
+    assert (latest_checkpoint(run_dir / "checkpoints") is not None) == keep_state
+    assert not list(run_dir.glob("checkpoints/step_*/hf"))  # hf_export: end
+    if not keep_state:
+        with pytest.raises(CodefuError, match="finished run that kept no resumable state"):
+            loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+        assert len(read_metrics(run_dir / "metrics.jsonl")) == steps  # nothing lost
     return [r["reward/mean"] for r in rows]
 
 
@@ -40,7 +51,7 @@ def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypat
     assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.15, rewards
 
     # trusting the rollout's log-probs as the old policy (the CPU default) learns too
-    without_recompute = toy_run(tmp_path, "rollout-logprobs", recompute=False)
+    without_recompute = toy_run(tmp_path, "rollout-logprobs", recompute=False, keep_state=False)
     assert sum(without_recompute[-3:]) / 3 > sum(without_recompute[:3]) / 3 + 0.15, without_recompute
 
     real = loop.group_advantages
