@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import ray
@@ -18,7 +18,7 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from codefu.judge.judge import Judge, JudgeConfig, judge_identical_once
-from codefu.observability.prometheus import set_judge_load
+from codefu.launcher.plan import group_resource
 from codefu.types import Problem, Status, Verdict
 
 log = logging.getLogger(__name__)
@@ -67,17 +67,24 @@ class _Slot:
 
 
 class RayJudgePool:
-    def __init__(self, judge: JudgeConfig | None = None, pool: PoolConfig | None = None):
+    def __init__(
+        self,
+        judge: JudgeConfig | None = None,
+        pool: PoolConfig | None = None,
+        on_load: Callable[[int, int], None] | None = None,
+    ):
+        """on_load(queued, in_flight) hears the backlog as it changes (e.g. the run's Prometheus gauges)."""
         if not ray.is_initialized():
             raise RuntimeError("RayJudgePool needs ray.init() first")
         self.judge_config = judge or JudgeConfig()
         self.config = pool or PoolConfig()
+        self.on_load = on_load
         nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
         group = self.config.node_group
         if group is not None:
-            nodes = [n for n in nodes if n["Resources"].get(f"codefu-group-{group}", 0) > 0]
+            nodes = [n for n in nodes if n["Resources"].get(group_resource(group), 0) > 0]
         if not nodes:
-            where = f" in instance group {group!r} (Ray resource codefu-group-{group})" if group else ""
+            where = f" in instance group {group!r} (Ray resource {group_resource(group)})" if group else ""
             raise RuntimeError(f"no Ray node with a CPU is alive{where}: the judge needs at least one")
         self.slots = [self._start(n["NodeID"], n["Resources"]["CPU"]) for n in nodes]
         ray.get([s.actor.node.remote() for s in self.slots])  # fail here, not mid-run, if actors can't start
@@ -111,7 +118,8 @@ class RayJudgePool:
         in_flight: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, str, int, _Slot, float]] = {}
         while queue or in_flight:
             self._dispatch(queue, in_flight)
-            set_judge_load(len(queue), len(in_flight))  # Prometheus: codefu_judge_queue_depth / in_flight
+            if self.on_load is not None:
+                self.on_load(len(queue), len(in_flight))
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
             for ref in done:
                 i, pref, response, attempt, slot, _ = in_flight.pop(ref)
@@ -137,7 +145,8 @@ class RayJudgePool:
                     slot.in_flight -= 1
                     ray.cancel(ref, force=False)
                     yield i, Verdict(Status.SANDBOX_ERROR, message="judge timeout for this submission")
-        set_judge_load(0, 0)
+        if self.on_load is not None:
+            self.on_load(0, 0)
 
     def _dispatch(self, queue, in_flight) -> None:
         while queue:

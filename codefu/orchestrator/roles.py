@@ -19,6 +19,7 @@ from tqdm import tqdm
 from codefu.judge.judge import Judge
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward
+from codefu.observability.prometheus import set_judge_load
 from codefu.orchestrator.config import RunConfig
 from codefu.orchestrator.placement import in_bundle, release, rendezvous, reserve
 from codefu.orchestrator.plan import Plan, check_plan, make_plan
@@ -56,7 +57,8 @@ class JudgeScorer:
         res = cfg.resources
         pool = PoolConfig(cpus_per_node=res.judge_cpus, node_group=res.judge_group)
         # cfg.judge.reward is algo.reward (RunConfig.DERIVED)
-        return cls(RayJudgePool(cfg.judge, pool), cfg.algo.reward)
+        # the backlog goes to the run's Prometheus gauges: codefu_judge_queue_depth, codefu_judge_in_flight
+        return cls(RayJudgePool(cfg.judge, pool, on_load=set_judge_load), cfg.algo.reward)
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         verdicts = self.judge.judge_many(zip(problems, responses, strict=True))
