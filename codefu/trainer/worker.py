@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 from torch.distributed.tensor import DTensor
 
-from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
+from codefu.algo.loss import LossSettings, loss_normalizer, rl_loss
 from codefu.models.weights import PackedWeights, SharedWeights, pack_weights
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
@@ -96,11 +96,10 @@ class TrainerWorker:
                 fused=True,
             )
             self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
-        # Dr. GRPO's constant-length mode is seq-mean-token-sum with the normalizer multiplied by L;
-        # seq-mean-token-mean is seq-mean-token-sum over tokens weighted 1 / (their row's response tokens),
-        # counted over the whole row: with sequence parallelism a rank sees only part of each row
-        sums = ("seq-mean-token-sum-norm", "seq-mean-token-mean")
-        self._agg = "seq-mean-token-sum" if cfg.loss_agg in sums else cfg.loss_agg
+        self.loss_settings = LossSettings(
+            cfg.clip_low, cfg.clip_high, cfg.dual_clip, cfg.loss_agg, cfg.kl_coef, cfg.kl_kind,
+            cfg.entropy_coef, cfg.norm_length,
+        )
 
     # ------------------------------------------------------------------------------------------------
     # the split of a batch into ranks and micro-batches (pure, identical on every rank)
@@ -192,21 +191,10 @@ class TrainerWorker:
         g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + self.step * 1_009 + epoch)
         return torch.randperm(n, generator=g).tolist()
 
-    def _normalizer(self, batch: Batch, rows: list[int]) -> float:
-        """The mini-batch's denominator for aggregate_loss, counted over all its rows (hence all ranks)."""
-        resp = batch.response_mask[rows] != 0
-        if self._agg == "token-mean":
-            n = float(resp.sum())
-        else:
-            n = float((resp.sum(-1) > 0).sum())
-            if self.cfg.loss_agg == "seq-mean-token-sum-norm":
-                n *= self.cfg.norm_length or batch.input_ids.shape[1]
-        return max(n, 1.0)
-
     def _train_mini_batch(self, batch: Batch, rows: list[int], lengths: list[int]) -> dict[str, float]:
         """Forward/backward every micro-batch of this rank's share of `rows`, then one optimizer step."""
         cfg = self.cfg
-        normalizer = self._normalizer(batch, rows)
+        normalizer = loss_normalizer(batch.response_mask[rows], self.loss_settings)
         mine, n_micro = self._my_micro_batches(rows, lengths)
         # summed over micro-batches and ranks: [pg, kl, entropy, total, valid tokens, *token-weighted metrics]
         acc = torch.zeros(5 + len(_TOKEN_MEAN_METRICS), dtype=torch.float64)
@@ -218,32 +206,20 @@ class TrainerWorker:
                 else batch.select(rows[:1], self.device).zero_weight()
             )
             lp, ent, (lo, hi) = self._forward(mb, with_entropy=True)
-            mask = token_window(mb.response_mask, lo, hi).to(lp.dtype)
-            if cfg.loss_agg == "seq-mean-token-mean":
-                mask = mask / mb.response_mask.sum(-1, keepdim=True).clamp(min=1).to(lp.dtype)
             adv = mb.advantages if mb.advantages.dim() == 1 else token_window(mb.advantages, lo, hi)
-            pg, m = policy_loss(
+            ref = token_window(mb.ref_logprobs, lo, hi).to(lp) if cfg.kl_coef > 0 else None
+            loss, m = rl_loss(
                 lp,
                 token_window(mb.old_logprobs, lo, hi).to(lp),
                 adv.to(lp),
-                mask,
-                cfg.clip_low,
-                cfg.clip_high,
-                cfg.dual_clip,
-                agg=self._agg,
-                normalizer=normalizer,
+                token_window(mb.response_mask, lo, hi).to(lp.dtype),
+                mb.response_mask.sum(-1),
+                normalizer,
+                self.loss_settings,
+                entropy=ent,
+                ref_logprobs=ref,
             )
-            ent_loss = aggregate_loss(ent, mask, self._agg, normalizer)
-            loss = pg - cfg.entropy_coef * ent_loss if cfg.entropy_coef else pg
-            kl = torch.zeros(())
-            if cfg.kl_coef > 0:
-                kl = aggregate_loss(
-                    kl_penalty(lp, token_window(mb.ref_logprobs, lo, hi).to(lp), cfg.kl_kind),
-                    mask,
-                    self._agg,
-                    normalizer,
-                )
-                loss = loss + cfg.kl_coef * kl
+            pg, kl, ent_loss = m["pg"], m["kl"], m["entropy"]
             # FSDP averages gradients over all ranks; the normalizer already divides by the global count, and
             # each rank's loss covers only its rows and (with sp) its token slice: the ranks' losses add up to
             # the mini-batch loss, so the summed gradient is the 1-rank gradient

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModelForCausalLM
 
-import codefu.trainer.worker as worker_mod
+import codefu.algo.loss as loss_mod
 from codefu.algo.grpo import aggregate_loss, entropy_from_logits, kl_penalty, policy_loss
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig, TrainerWorker
@@ -152,9 +152,9 @@ def test_update_independent_of_micro_batch_budget(tiny_dir):
 def test_per_micro_batch_mean_would_depend_on_the_split(tiny_dir, monkeypatch):
     """The TRL #3021 bug: dividing each micro-batch by its own token count makes the result depend on the
     budget. Proves the invariance test above can fail."""
-    real = worker_mod.policy_loss
+    real = loss_mod.policy_loss
     monkeypatch.setattr(
-        worker_mod, "policy_loss", lambda *a, normalizer=None, **k: real(*a, normalizer=None, **k)
+        loss_mod, "policy_loss", lambda *a, normalizer=None, **k: real(*a, normalizer=None, **k)
     )
     batch = random_batch(8, 16, VOCAB, prompt_len=3, min_len=4, seed=7)
     out = []

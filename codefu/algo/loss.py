@@ -1,0 +1,90 @@
+"""The RL loss of one micro-batch, whole: the aggregation mode's normaliser, its per-sequence token weights,
+the clipped policy term, the KL and entropy terms and their sum. Pure functions of tensors; the trainer
+only runs forward, backward and the optimizer step around `rl_loss`.
+
+Why a mini-batch normaliser: every micro-batch of a mini-batch, on every rank, divides by the count of the
+whole mini-batch, so the micro-batch losses add up to the mini-batch loss whatever the split (see
+`aggregate_loss`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
+
+
+@dataclass(frozen=True)
+class LossSettings:
+    """The loss knobs (the trainer's `clip_low`, `clip_high`, `dual_clip`, `loss_agg`, `kl_coef`, `kl_kind`,
+    `entropy_coef`, `norm_length`)."""
+
+    clip_low: float = 0.2
+    clip_high: float = 0.2
+    dual_clip: float | None = None
+    loss_agg: str = "token-mean"
+    kl_coef: float = 0.0
+    kl_kind: str = "k3"
+    entropy_coef: float = 0.0
+    norm_length: int | None = None  # Dr. GRPO's constant L; None: the padded batch length
+
+    @property
+    def aggregation(self) -> str:
+        """The `aggregate_loss` mode the loss runs in. Dr. GRPO's constant-length mode is
+        seq-mean-token-sum with the normaliser multiplied by L; seq-mean-token-mean is seq-mean-token-sum
+        over tokens weighted 1 / (their row's response tokens), counted over the whole row: with sequence
+        parallelism a rank sees only part of each row."""
+        sums = ("seq-mean-token-sum-norm", "seq-mean-token-mean")
+        return "seq-mean-token-sum" if self.loss_agg in sums else self.loss_agg
+
+
+def loss_normalizer(response_mask: Tensor, settings: LossSettings) -> float:
+    """The mini-batch's denominator (response_mask: all its rows, [B, T]): valid tokens for token-mean,
+    non-empty sequences for the sequence modes (times L for Dr. GRPO's seq-mean-token-sum-norm)."""
+    resp = response_mask != 0
+    if settings.aggregation == "token-mean":
+        n = float(resp.sum())
+    else:
+        n = float((resp.sum(-1) > 0).sum())
+        if settings.loss_agg == "seq-mean-token-sum-norm":
+            n *= settings.norm_length or response_mask.shape[1]
+    return max(n, 1.0)
+
+
+def rl_loss(
+    logprobs: Tensor,
+    old_logprobs: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    row_tokens: Tensor,
+    normalizer: float,
+    settings: LossSettings,
+    entropy: Tensor | None = None,
+    ref_logprobs: Tensor | None = None,
+) -> tuple[Tensor, dict[str, Tensor | float]]:
+    """(loss, parts) of one micro-batch.
+
+    logprobs, old_logprobs, mask: [B, T] (mask: this rank's window of the response tokens); advantages:
+    [B] or [B, T]; row_tokens: [B], each row's response tokens over the WHOLE row (for the per-sequence
+    weights of seq-mean-token-mean); entropy, ref_logprobs: [B, T] or None (needed when entropy_coef or
+    kl_coef is set). parts: "pg", "kl", "entropy" (0-dim tensors, detached) and policy_loss's metrics.
+    """
+    if settings.loss_agg == "seq-mean-token-mean":
+        mask = mask / row_tokens.clamp(min=1).to(mask.dtype).unsqueeze(-1)
+    agg = settings.aggregation
+    pg, metrics = policy_loss(
+        logprobs, old_logprobs, advantages, mask, settings.clip_low, settings.clip_high, settings.dual_clip,
+        agg=agg, normalizer=normalizer,
+    )
+    zero = torch.zeros((), dtype=pg.dtype, device=pg.device)
+    ent = aggregate_loss(entropy, mask, agg, normalizer) if entropy is not None else zero
+    loss = pg - settings.entropy_coef * ent if settings.entropy_coef else pg
+    kl = zero
+    if settings.kl_coef > 0:
+        if ref_logprobs is None:
+            raise ValueError("kl_coef > 0 needs the reference policy's log-probs")
+        kl = aggregate_loss(kl_penalty(logprobs, ref_logprobs, settings.kl_kind), mask, agg, normalizer)
+        loss = loss + settings.kl_coef * kl
+    return loss, {"pg": pg.detach(), "kl": kl.detach(), "entropy": ent.detach(), **metrics}
