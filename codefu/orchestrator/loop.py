@@ -33,7 +33,7 @@ from codefu.orchestrator.roles import Roles, Score, Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
 from codefu.rollout.types import Completion, SamplingParams
-from codefu.trainer.checkpoint import latest_checkpoint
+from codefu.trainer.checkpoint import EXPORT_MARKER, latest_checkpoint
 from codefu.types import Problem
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def train(
     train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
-    if checkpoint is None and (run_dir / FINAL_MODEL).exists():
+    if checkpoint is None and (run_dir / FINAL_MODEL / EXPORT_MARKER).exists():
         raise CodefuError(
             f"{run_dir} is a finished run that kept no resumable state (loop.keep_final_state: false); "
             f"its model is {run_dir / FINAL_MODEL}: start a new run from it (trainer.model) to train on"

@@ -142,6 +142,9 @@ def load_checkpoint(
     return int(meta["step"]), meta["extra_state"]
 
 
+EXPORT_MARKER = "codefu_export.json"  # in every HF export: what wrote it (and that it is complete)
+
+
 def export_hf(path: str | Path, state_dict: dict[str, Tensor], hf_config: Any, tokenizer: Any = None) -> Path:
     """Write an HF model directory (config.json, generation_config.json when known, model.safetensors,
     tokenizer files) from a full state dict with HF names; atomic like checkpoints. Call on one rank.
@@ -175,7 +178,7 @@ def export_hf(path: str | Path, state_dict: dict[str, Tensor], hf_config: Any, t
         pass  # optional: from_pretrained falls back to defaults
     if tokenizer is not None:
         tokenizer.save_pretrained(tmp)
-    (tmp / "codefu_export.json").write_text(json.dumps({"format_version": FORMAT_VERSION}) + "\n")
+    (tmp / EXPORT_MARKER).write_text(json.dumps({"format_version": FORMAT_VERSION}) + "\n")
     old = path.with_name(path.name + ".old")
     if path.exists():
         shutil.rmtree(old, ignore_errors=True)

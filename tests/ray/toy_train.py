@@ -21,5 +21,5 @@ if __name__ == "__main__":
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)  # its own cluster
     with open(run_dir / "starts.txt", "a") as f:
         f.write("start\n")
-    cfg = toy_config(toy_model_dir(run_dir / "model"), steps, save_every=2, difficulty=True)
+    cfg = toy_config(toy_model_dir(run_dir / "base_model"), steps, save_every=2, difficulty=True)
     train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer())
