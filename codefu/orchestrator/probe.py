@@ -1,7 +1,8 @@
 """The gradient-direction probe: does one policy update move log-probs the way the advantages say?
 
-A batch of real responses with known verdicts (the starter problems' reference solutions, advantage +1,
-and their wrong solutions, advantage -1) goes through one `TrainerWorker.update`; the probe reports, per
+A batch of real responses with known verdicts (the starter problems' reference solutions, reward 1, and
+their wrong solutions, reward 0, one GRPO group per problem, with the loop's own `group_advantages`) goes
+through one `TrainerWorker.update`; the probe reports, per
 row, the change of the mean token log-prob of the response. A correct loss raises the positive rows and
 lowers the negative ones; a sign error, a shifted mask or misaligned log-probs do not. It also counts
 the parameters whose rounded copy in the compute dtype changed: with bf16 weights an update smaller than
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from codefu.algo.grpo import group_advantages
 from codefu.rollout.prompts import encode_prompt
 from codefu.trainer.batch import Batch
 from codefu.types import Problem
@@ -25,18 +27,21 @@ from codefu.types import Problem
 
 def solution_batch(tokenizer: Any, problems: list[Problem], language: str = "python") -> Batch:
     """One positive row (the reference solution) and one negative row per wrong solution in `language`,
-    each answering the problem's real prompt as a fenced code block; advantages +1 / -1."""
+    each answering the problem's real prompt as a fenced code block; advantages as the loop computes them
+    (rewards 1 / 0, one group per problem: a group's advantages sum to zero, as in training)."""
     rows: list[tuple[list[int], list[int], float]] = []
+    groups: list[int] = []
     tag = {"python": "python", "cpp": "cpp"}[language]
-    for p in problems:
+    for group, p in enumerate(problems):
         prompt = encode_prompt(tokenizer, p)
         answers = [(p.extra["solutions"][language], 1.0)]
-        answers += [(w["source"], -1.0) for w in p.extra["wrong_solutions"] if w["language"] == language]
-        for source, advantage in answers:
+        answers += [(w["source"], 0.0) for w in p.extra["wrong_solutions"] if w["language"] == language]
+        for source, reward in answers:
+            groups.append(group)
             text = f"```{tag}\n{source.strip()}\n```"
             response = list(tokenizer.encode(text, add_special_tokens=False))
             eos = tokenizer.eos_token_id
-            rows.append((prompt, response + ([eos] if eos is not None else []), advantage))
+            rows.append((prompt, response + ([eos] if eos is not None else []), reward))
     B, T = len(rows), max(len(p) + len(r) for p, r, _ in rows)
     ids = torch.zeros(B, T, dtype=torch.long)
     attention = torch.zeros(B, T, dtype=torch.long)
@@ -46,7 +51,8 @@ def solution_batch(tokenizer: Any, problems: list[Problem], language: str = "pyt
         ids[b, :n] = torch.tensor(prompt + response)
         attention[b, :n] = 1
         response_mask[b, len(prompt) : n] = 1
-    advantages = torch.tensor([a for _, _, a in rows], dtype=torch.float32)
+    rewards = torch.tensor([r for _, _, r in rows], dtype=torch.float32)
+    advantages = group_advantages(rewards, torch.tensor(groups))
     return Batch(ids, attention, response_mask, advantages=advantages)
 
 

@@ -1,7 +1,12 @@
-"""The cheap real-model guard: with the default model and the CPU default's trainer settings, one update on
-real responses (the starter problems' reference solutions, advantage +1, and their wrong solutions, -1)
-raises the log-probability of the positive responses and lowers that of the negative ones. A sign error,
-a shifted response mask or misaligned log-probs turn this around (the flipped case is run too)."""
+"""The cheap real-model guard: with the default model and the CPU default's trainer settings (its
+temperature 0.6 included: the trainer's follows the rollout's), one update on real responses (the starter
+problems' reference solutions and their wrong solutions, one GRPO group per problem) moves each group's
+accepted response up against its wrong ones, and the advantage-weighted log-probability rises. A sign
+error, a shifted response mask or misaligned log-probs turn this around (the flipped case is run too).
+
+Measured here (docs/LOG.md): at temperature 0.6 the update lowers the wrong responses by ~0.5 nats per
+token and the accepted ones by ~0.02 on average (three of four slightly down, one up): what a policy
+gradient step promises to first order is the relative move, not that every positive row rises."""
 
 from __future__ import annotations
 
@@ -36,13 +41,11 @@ def test_one_default_update_moves_real_responses_the_way_their_advantages_say():
     for p in problems:
         p.preferred_language = "python"
 
+    sizes = [1 + sum(w["language"] == "python" for w in p.extra["wrong_solutions"]) for p in problems]
     batch = solution_batch(tokenizer, problems)
     assert int((batch.advantages > 0).sum()) == 4 and int((batch.advantages < 0).sum()) >= 4
     result = probe_update(TrainerWorker(cfg, model=model, tokenizer=tokenizer), batch)
-    assert result.positive_mean > 0 > result.negative_mean, result.delta
-    # most rows on their own, not only the means: positives up, negatives down
-    agree = (result.delta * result.advantages > 0).float().mean()
-    assert agree >= 0.75, (result.delta, result.advantages)
+    assert_moves_the_advantages_way(result, sizes)
     assert result.changed_fraction > 0  # the update reached the compute-dtype weights the engine gets
 
     # the same batch with the advantages flipped, on a fresh copy of the weights, moves the other way
@@ -50,4 +53,15 @@ def test_one_default_update_moves_real_responses_the_way_their_advantages_say():
     flipped = solution_batch(tokenizer, problems)
     flipped.advantages = -flipped.advantages
     result = probe_update(TrainerWorker(cfg, model=model, tokenizer=tokenizer), flipped)
-    assert result.positive_mean > 0 > result.negative_mean, result.delta  # "positive" = its new sign
+    assert_moves_the_advantages_way(result, sizes)
+
+
+def assert_moves_the_advantages_way(result, sizes: list[int]) -> None:
+    """In every group the rows of higher advantage gain on the rows of lower advantage, and the
+    advantage-weighted change of the log-probs is positive."""
+    assert float((result.delta * result.advantages).sum()) > 0, (result.delta, result.advantages)
+    start = 0
+    for n in sizes:
+        d, a = result.delta[start : start + n], result.advantages[start : start + n]
+        assert float(d[a > 0].mean()) > float(d[a < 0].mean()), (start, d, a)
+        start += n
