@@ -19,6 +19,7 @@ from pathlib import Path
 
 from codefu.config import dump_yaml, load_config, to_dict
 from codefu.errors import CodefuError
+from codefu.observability.trackers import flatten_config
 from codefu.orchestrator.config import RunConfig, check_run_config
 from codefu.types import Problem
 
@@ -103,22 +104,14 @@ def config_summary(cfg: RunConfig, run_dir: Path) -> str:
         f"  {lp.steps} steps x {d.prompts_per_step} prompts x {r.n} samples of {d.train!r}, "
         f"{r.engine} engine on {r.device}, judge: {cfg.judge.sandbox.kind}",
     ]
-    defaults = _flat(to_dict(RunConfig()))
-    changed = {k: v for k, v in _flat(to_dict(cfg)).items() if defaults.get(k) != v and k != "trainer.model"}
+    defaults = flatten_config(to_dict(RunConfig()))
+    changed = {
+        k: v for k, v in flatten_config(to_dict(cfg)).items() if defaults.get(k) != v and k != "trainer.model"
+    }
     if changed:
         text = ", ".join(f"{k}={v}" for k, v in changed.items())
         lines.append(textwrap.fill(text, 108, initial_indent="  set: ", subsequent_indent="       "))
     return "\n".join(lines)
-
-
-def _flat(data: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in data.items():
-        if isinstance(v, dict) and v:
-            out |= _flat(v, f"{prefix}{k}.")
-        else:
-            out[prefix + k] = v
-    return out
 
 
 def resolve_model(cfg: RunConfig) -> RunConfig:

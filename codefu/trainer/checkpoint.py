@@ -56,14 +56,20 @@ def latest_checkpoint(root: str | Path) -> Path | None:
     return ckpts[-1] if ckpts else None
 
 
-def prune_checkpoints(root: str | Path, keep_last: int, drop_all: bool = False) -> list[Path]:
-    """Delete all but the newest `keep_last` checkpoints under root (one rank; keep_last <= 0 keeps all,
-    unless `drop_all`). Returns the removed."""
-    ckpts = list_checkpoints(root)
-    old = ckpts if drop_all else ckpts[:-keep_last] if keep_last > 0 else []
-    for p in old:
+def prune_checkpoints(root: str | Path, keep_last: int) -> list[Path]:
+    """Delete all but the newest `keep_last` checkpoints under root (one rank). Returns the removed."""
+    return _remove(list_checkpoints(root)[:-keep_last] if keep_last > 0 else [])
+
+
+def remove_checkpoints(root: str | Path) -> list[Path]:
+    """Delete every checkpoint under root (one rank). Returns the removed."""
+    return _remove(list_checkpoints(root))
+
+
+def _remove(paths: list[Path]) -> list[Path]:
+    for p in paths:
         shutil.rmtree(p, ignore_errors=True)
-    return old
+    return paths
 
 
 def rng_state() -> dict[str, Any]:

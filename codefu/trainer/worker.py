@@ -322,7 +322,7 @@ class TrainerWorker:
     def drop_checkpoints(self, root: str | Path) -> None:
         """Delete every checkpoint under `root` (rank 0; a collective like `save`)."""
         if self.rank == 0:
-            ckpt.prune_checkpoints(root, keep_last=0, drop_all=True)
+            ckpt.remove_checkpoints(root)
         dist.barrier()
 
     def load(self, path: str | Path) -> dict[str, Any]:
