@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 from codefu.data.loader import load_problems  # noqa: E402
 from codefu.judge import Judge, JudgeConfig  # noqa: E402
 from codefu.judge.checker import outputs_match  # noqa: E402
+from codefu.judge.runner import open_sandbox, open_session  # noqa: E402
 from codefu.judge.sandbox import Limits, Mount, Sandbox, SandboxConfig  # noqa: E402
 from codefu.types import Problem, Status  # noqa: E402
 
@@ -68,7 +69,7 @@ def overhead(runs: int, tests_per_submission: int) -> dict[str, float]:
 
     def whole_submission(sb: Sandbox):
         def go() -> None:  # start, tests_per_submission tests, close
-            session = sb.session(argv, mounts, limits)
+            session = open_session(sb, argv, mounts, limits)
             for _ in range(tests_per_submission):
                 check(session.run(tmp / "in", tmp / "out", tmp / "err", limits))
             session.close()
@@ -84,9 +85,9 @@ def overhead(runs: int, tests_per_submission: int) -> dict[str, float]:
         results[name] = _median_ms(per_test(sb), runs)
         sb.close()
     for name, cfg in [("runner", SandboxConfig()), ("runner, cgroups off", SandboxConfig(cgroup="off"))]:
-        sb = Sandbox(cfg)
+        sb = open_sandbox(cfg)
         assert sb.runner_binary is not None
-        session = sb.session(argv, mounts, limits)
+        session = open_session(sb, argv, mounts, limits)
         results[f"{name}: per test in a running sandbox"] = _median_ms(in_session(session), runs)
         session.close()
         per_submission = _median_ms(whole_submission(sb), max(runs // tests_per_submission, 10))

@@ -23,7 +23,8 @@ from codefu.judge.checker import load_python_checker, outputs_match
 from codefu.judge.extract import Program, extract_program
 from codefu.judge.languages import CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
-from codefu.judge.sandbox import Limits, Mount, RunResult, Sandbox, SandboxConfig, make_work_dir
+from codefu.judge.runner import open_sandbox, open_session
+from codefu.judge.sandbox import Limits, Mount, RunResult, SandboxConfig, make_work_dir
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class Judge:
         self.spec = reward_spec(self.config.reward)
         self.workers = self.config.workers or os.cpu_count() or 1
         self.root = make_work_dir(self.config.work_dir)
-        self.sandbox = Sandbox(self.config.sandbox, self.root)
+        self.sandbox = open_sandbox(self.config.sandbox, self.root)
         self.run_dir = self.root / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.run_dir.mkdir(mode=0o711)
         (self.run_dir / "inputs").mkdir()
@@ -215,7 +216,7 @@ class Judge:
         """A sandbox for the tests of one submission, or None if it cannot start (logged; its tests are
         then SANDBOX_ERROR)."""
         try:
-            return self.sandbox.session(compiled.run_argv, compiled.mounts, limits)
+            return open_session(self.sandbox, compiled.run_argv, compiled.mounts, limits)
         except Exception:  # noqa: BLE001
             log.exception("cannot start a sandbox")
             return None

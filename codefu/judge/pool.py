@@ -53,7 +53,7 @@ class PoolConfig:
     """A submission not judged by then is SANDBOX_ERROR (counted as ours, not the model's)."""
     max_attempts: int = 3
     """Tries per submission when actors die under it."""
-    node_group: str | None = None
+    instance_group: str | None = None
     """Only nodes of this `codefu launch` instance group judge (they hold the Ray resource
     `codefu-group-<name>`), e.g. a CPU group beside the GPU trainers; None: every node with a CPU."""
 
@@ -80,7 +80,7 @@ class RayJudgePool:
         self.config = pool or PoolConfig()
         self.on_load = on_load
         nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
-        group = self.config.node_group
+        group = self.config.instance_group
         if group is not None:
             nodes = [n for n in nodes if n["Resources"].get(group_resource(group), 0) > 0]
         if not nodes:

@@ -29,6 +29,7 @@ What the runner guarantees per test, and what the judge adds from outside (see t
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import select
@@ -41,15 +42,47 @@ import threading
 import time
 from pathlib import Path
 
-from codefu.judge.sandbox import Limits, Mount, RunResult, Sandbox, fallback_nproc, limit_hit
+from codefu.judge.sandbox import (
+    Limits,
+    Mount,
+    RunResult,
+    Sandbox,
+    SandboxConfig,
+    fallback_nproc,
+    limit_hit,
+    make_work_dir,
+)
 
 SOURCE = Path(__file__).with_name("runner.c")
 RUNNER_PATH = "/codefu-runner"  # where the binary appears inside the sandbox
 START_TIMEOUT_S = 30.0  # bwrap plus the runner's first message; seconds under load, not minutes
 GRACE_S = 2.0  # past the wall limit, a runner that has not answered is considered hung
+log = logging.getLogger(__name__)
 CLOSE_TIMEOUT_S = 5.0
 
 _build_lock = threading.Lock()
+
+
+def open_sandbox(config: SandboxConfig | None = None, work_dir: Path | None = None) -> Sandbox:
+    """A Sandbox, with the runner built and self-tested when `config.runner` asks for it (bwrap only);
+    a runner that cannot work here is logged and the sandbox runs a fresh bwrap per test instead."""
+    sandbox = Sandbox(config)
+    if sandbox.config.kind == "bwrap" and sandbox.config.runner:
+        try:
+            sandbox.runner_binary = build_runner(work_dir or make_work_dir(None))
+            self_test(sandbox)
+        except Exception as e:  # noqa: BLE001 - the per-test path still works: slower, not weaker
+            log.warning("sandbox runner unavailable, one sandbox per test instead (slower): %s", e)
+            sandbox.runner_binary = None
+    return sandbox
+
+
+def open_session(sandbox: Sandbox, argv: list[str], mounts: list[Mount], limits: Limits):
+    """Something with `run(stdin, stdout, stderr, limits) -> RunResult` and `close()` that runs argv once
+    per call: a runner sandbox when the sandbox has a runner, else a fresh sandbox per call."""
+    if sandbox.runner_binary is None:
+        return PerRunSession(sandbox, argv, mounts)
+    return RunnerSession(sandbox, argv, mounts, limits)
 
 
 def build_runner(work_dir: Path) -> Path:

@@ -140,9 +140,9 @@ class RunResult:
 class Sandbox:
     """Runs one command at a time per call; thread-safe, so a pool of threads can share one instance."""
 
-    def __init__(self, config: SandboxConfig | None = None, work_dir: Path | None = None):
+    def __init__(self, config: SandboxConfig | None = None):
         self.config = config or SandboxConfig()
-        self.runner_binary: Path | None = None
+        self.runner_binary: Path | None = None  # set by runner.open_sandbox when the runner works here
         self.is_root = os.geteuid() == 0
         self.cgroups: CgroupManager | None = None
         if self.config.kind == "none":
@@ -163,8 +163,6 @@ class Sandbox:
         self._ro_binds = self._base_binds()
         if self.config.kind == "bwrap":
             self._self_test()
-            if self.config.runner:
-                self._set_up_runner(work_dir or make_work_dir(None))
 
     # ---- public -------------------------------------------------------------------------------------
 
@@ -191,15 +189,6 @@ class Sandbox:
         finally:
             if cg is not None:
                 self.cgroups.release(cg)
-
-    def session(self, argv: list[str], mounts: list[Mount], limits: Limits):
-        """Something with `run(stdin, stdout, stderr, limits) -> RunResult` and `close()` that runs argv
-        once per call: a runner sandbox (`runner.RunnerSession`), or a fresh sandbox per call."""
-        from codefu.judge import runner  # runner builds on this module
-
-        if self.runner_binary is None:
-            return runner.PerRunSession(self, argv, mounts)
-        return runner.RunnerSession(self, argv, mounts, limits)
 
     def close(self) -> None:
         if self.cgroups is not None:
@@ -372,17 +361,6 @@ class Sandbox:
             self.cgroups.release(cg)
             raise
         return cg
-
-    def _set_up_runner(self, work_dir: Path) -> None:
-        """Build the runner (once per machine and compiler) and check it works; else warn and fall back."""
-        from codefu.judge import runner
-
-        try:
-            self.runner_binary = runner.build_runner(work_dir)
-            runner.self_test(self)
-        except Exception as e:  # noqa: BLE001 - the per-test path still works: slower, not weaker
-            log.warning("sandbox runner unavailable, one sandbox per test instead (slower): %s", e)
-            self.runner_binary = None
 
     def _base_binds(self) -> list[tuple[str, str | None]]:
         """(path, symlink target or None for a read-only bind) for /usr and the usual top-level links."""

@@ -1,16 +1,17 @@
 """`codefu train`: the GRPO loop on Ray.
 
-    codefu train [--config FILE] [--run-dir DIR] [--max-steps N] [--resume RUN_DIR] [key=value ...]
+    codefu train [--config FILE] [--run-dir DIR] [--max-steps N] [--resume RUN_DIR] [-v] [key=value ...]
 
-The run directory holds config.yaml (the full config, as run), metrics.jsonl, TensorBoard events and
-checkpoints/ (sharded state + an HF export). --resume RUN_DIR continues from its last checkpoint with
-the config saved there (overrides still apply).
+The run directory holds config.yaml (the full config, as run), metrics.jsonl, train.log (every log line
+of the driver and of the Ray workers), TensorBoard events, checkpoints/ and the final model in model/.
+--resume RUN_DIR continues from its last checkpoint with the config saved there (overrides still apply).
+The console shows the config summary, progress bars, one line per step and codefu's own messages; Ray's,
+the libraries' and the actors' other output stays in train.log unless --verbose.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import textwrap
 import time
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from codefu.config import dump_yaml, load_config, to_dict
 from codefu.errors import CodefuError
+from codefu.observability.run_log import ray_logging_options, route_worker_output, start_run_log
 from codefu.observability.trackers import flatten_config
 from codefu.orchestrator.config import RunConfig, check_run_config
 from codefu.types import Problem
@@ -37,12 +39,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--run-dir", default=None, help="where outputs go (default: runs/<time>)")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in this session")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue the run in RUN_DIR")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="also show Ray's, libraries' and actors' output"
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="e.g. rollout.n=4 trainer.lr=1e-6")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.resume:
         run_dir = Path(args.resume)
         if not (run_dir / "config.yaml").exists():
@@ -56,35 +60,38 @@ def run(args: argparse.Namespace) -> int:
     check_run_config(cfg)
     cfg = resolve_model(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
+    start_run_log(run_dir, verbose=args.verbose)
     text = dump_yaml(cfg)
     (run_dir / "config.yaml").write_text(text)
     print(config_summary(cfg, run_dir))
 
     import ray
 
+    from codefu.orchestrator.layout import make_layout
     from codefu.orchestrator.loop import train
-    from codefu.orchestrator.plan import make_plan
     from codefu.orchestrator.roles import JudgeScorer
 
     train_problems, val_problems = load_splits(cfg)
     tokenizer = load_tokenizer(cfg)
     if not ray.is_initialized():
-        plan = make_plan(cfg.resources, kl_enabled=cfg.trainer.kl_coef > 0)
+        layout = make_layout(cfg.resources, kl_enabled=cfg.trainer.kl_coef > 0)
         # phases take turns on a single machine: logical CPUs may exceed the cores
         # Ray starts workers at nice 15 (background work); here they are the job, and at 15 anything
         # else on the laptop starves generation and training (a local cluster only: env of the raylet)
         os.environ.setdefault("RAY_worker_niceness", "0")
+        options = ray_logging_options()
+        # an actor's progress bar reaches the driver as one forwarded line per refresh (loading the
+        # GGUF printed ~15 per actor): the driver's own bars say what each phase is doing
+        options["runtime_env"]["env_vars"] = {"TQDM_DISABLE": "1"}
         ray.init(
             address=os.environ.get("RAY_ADDRESS"),
             num_cpus=None
             if os.environ.get("RAY_ADDRESS")
-            else max(os.cpu_count() or 1, int(plan.cpus + 0.999)),
+            else max(os.cpu_count() or 1, int(layout.cpus + 0.999)),
             include_dashboard=False,
-            log_to_driver=True,
-            # an actor's progress bar reaches the console as one forwarded line per refresh (loading the
-            # GGUF printed ~15 per actor): the driver's own bars say what each phase is doing
-            runtime_env={"env_vars": {"TQDM_DISABLE": "1"}},
+            **options,
         )
+        route_worker_output(run_dir, verbose=args.verbose)
     scorer = JudgeScorer.on_cluster(cfg)
     try:
         train(cfg, run_dir, train_problems, val_problems, tokenizer, scorer, max_steps=args.max_steps)

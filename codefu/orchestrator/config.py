@@ -13,7 +13,7 @@ from codefu.data.difficulty import DifficultyConfig
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.observability.config import ObservabilityConfig
-from codefu.orchestrator.plan import ResourcesConfig
+from codefu.orchestrator.layout import ResourcesConfig
 from codefu.rollout.engine import EngineSettings
 from codefu.trainer.config import TrainerConfig
 

@@ -1,8 +1,9 @@
-"""The Ray side of the plan: reserve its bundles as one placement group, then start each actor in its bundle.
+"""The Ray side of the layout: reserve its bundles as one placement group, then start each actor in its
+bundle.
 
-    pg = reserve(plan)                                   # CodefuError if the bundles cannot be reserved
+    pg = reserve(layout)                                   # CodefuError if the bundles cannot be reserved
     actor_cls.options(**in_bundle(pg, slot.bundle), num_gpus=slot.gpus, ...)
-    init_method = rendezvous(pg, plan.slots_of("trainer")[0].bundle)   # rank 0's node, a free port there
+    init_method = rendezvous(pg, layout.slots_of("trainer")[0].bundle)   # rank 0's node, a free port there
 
 The same path runs on CPU-only clusters (CPU bundles), which is how the tests exercise it.
 """
@@ -12,20 +13,20 @@ from __future__ import annotations
 from typing import Any
 
 from codefu.errors import CodefuError
-from codefu.orchestrator.plan import Plan
+from codefu.orchestrator.layout import Layout
 from codefu.trainer.distributed import free_port
 
 
-def reserve(plan: Plan, timeout_s: float = 120.0, name: str = "") -> Any:
-    """Create the plan's placement group and wait for it; on timeout remove it and say what was asked for
-    and what the cluster has free (check_plan catches most impossible plans before this)."""
+def reserve(layout: Layout, timeout_s: float = 120.0, name: str = "") -> Any:
+    """Create the layout's placement group and wait for it; on timeout remove it and say what was asked for
+    and what the cluster has free (check_layout catches most impossible layouts before this)."""
     import ray
     from ray.util.placement_group import placement_group, remove_placement_group
 
-    pg = placement_group([b.resources() for b in plan.bundles], strategy=plan.strategy, name=name)
+    pg = placement_group([b.resources() for b in layout.bundles], strategy=layout.strategy, name=name)
     if not pg.wait(timeout_s):
         remove_placement_group(pg)
-        asked = "; ".join(f"{i}: {b.cpus:g} CPUs, {b.gpus:g} GPUs" for i, b in enumerate(plan.bundles))
+        asked = "; ".join(f"{i}: {b.cpus:g} CPUs, {b.gpus:g} GPUs" for i, b in enumerate(layout.bundles))
         free = ray.available_resources()
         raise CodefuError(
             f"could not reserve the placement group within {timeout_s:g} s (bundles {asked}); free now: "

@@ -1,7 +1,7 @@
-"""The Ray actors of a run, placed by the plan, behind a handful of verbs the loop calls.
+"""The Ray actors of a run, placed by the layout, behind a handful of verbs the loop calls.
 
 Every call goes to all ranks of a group (FSDP collectives need every rank) and reads rank 0's answer. The
-actors start in the bundles of one placement group (plan.py: which role goes in which bundle;
+actors start in the bundles of one placement group (layout.py: which role goes in which bundle;
 placement.py: the Ray side). Several rollout workers share each `generate` call: whole GRPO groups (all n
 samples of a prompt) per worker.
 """
@@ -21,12 +21,12 @@ from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward
 from codefu.observability.prometheus import set_judge_load
 from codefu.orchestrator.config import RunConfig
+from codefu.orchestrator.layout import Layout, check_layout, make_layout
 from codefu.orchestrator.placement import in_bundle, release, rendezvous, reserve
-from codefu.orchestrator.plan import Plan, check_plan, make_plan
 from codefu.rollout.actor import make_rollout_actor
 from codefu.rollout.engine import EngineConfig
 from codefu.rollout.types import Completion, SamplingParams
-from codefu.trainer.actor import make_trainer_group
+from codefu.trainer.actor import make_trainer_ranks
 from codefu.trainer.batch import Batch
 from codefu.types import Problem, Status
 
@@ -55,7 +55,7 @@ class JudgeScorer:
     @classmethod
     def on_cluster(cls, cfg: RunConfig) -> JudgeScorer:
         res = cfg.resources
-        pool = PoolConfig(cpus_per_node=res.judge_cpus, node_group=res.judge_group)
+        pool = PoolConfig(cpus_per_node=res.judge_cpus, instance_group=res.judge_instance_group)
         # cfg.judge.reward is algo.reward (RunConfig.DERIVED)
         # the backlog goes to the run's Prometheus gauges: codefu_judge_queue_depth, codefu_judge_in_flight
         return cls(RayJudgePool(cfg.judge, pool, on_load=set_judge_load), cfg.algo.reward)
@@ -74,7 +74,7 @@ class JudgeScorer:
         self.judge.close()
 
 
-def split_groups(n_prompts: int, n_workers: int) -> list[range]:
+def split_prompts(n_prompts: int, n_workers: int) -> list[range]:
     """Contiguous runs of prompts per worker, sizes differing by at most one (the first workers take the
     extra); workers beyond the prompts get empty runs. Pure: the same on every call."""
     base, extra = divmod(n_prompts, n_workers)
@@ -91,18 +91,18 @@ def worker_seed(seed: int | None, worker: int) -> int | None:
     return None if seed is None else seed + worker * 1_000_003
 
 
-class RolloutGroup:
+class RolloutWorkers:
     """Rollout actors behind one `generate`: prompts are cut into contiguous runs, one per worker (all n
     samples of a prompt on one worker, so a GRPO group never straddles two), and the completions come back
     in the order one worker returns them, prompt_index counting over all prompts."""
 
     def __init__(self, actors: Sequence[Any]):
         if not actors:
-            raise ValueError("RolloutGroup needs at least one actor")
+            raise ValueError("RolloutWorkers needs at least one actor")
         self.actors = list(actors)
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        work = [(w, run) for w, run in enumerate(split_groups(len(prompts), len(self.actors))) if run]
+        work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(self.actors))) if run]
         futures = [
             self.actors[w].generate.remote(
                 prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w))
@@ -127,10 +127,10 @@ class RolloutGroup:
         ray.get([a.release_memory.remote() for a in self.actors])
 
 
-def _trainer_group(tcfg: Any, plan: Plan, pg: Any, role: str, options: dict[str, Any]) -> list[Any]:
+def _trainer_ranks(tcfg: Any, layout: Layout, pg: Any, role: str, options: dict[str, Any]) -> list[Any]:
     """The ranks of `role` ("trainer" or "reference"), rank r in its bundle, rendezvous on rank 0's node."""
-    slots = plan.slots_of(role)
-    return make_trainer_group(
+    slots = layout.slots_of(role)
+    return make_trainer_ranks(
         tcfg,
         len(slots),
         frozen=role == "reference",
@@ -147,23 +147,23 @@ class Roles:
 
     def __init__(self, cfg: RunConfig):
         kl = cfg.trainer.kl_coef > 0
-        plan = make_plan(cfg.resources, kl_enabled=kl, sp_degree=cfg.trainer.sp_degree)
-        check_plan(plan, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
-        self.pg = reserve(plan)
+        layout = make_layout(cfg.resources, kl_enabled=kl, sp_degree=cfg.trainer.sp_degree)
+        check_layout(layout, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
+        self.pg = reserve(layout)
         # On CPU the phases take turns, so each role may use every core while it runs.
         env = {"runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}}}
-        options = env if plan.gpus == 0 else {}
+        options = env if layout.gpus == 0 else {}
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
-        self.colocated = cfg.resources.colocate and plan.gpus > 0
-        self.trainer = _trainer_group(cfg.trainer, plan, self.pg, "trainer", options)
-        self.reference = _trainer_group(cfg.trainer, plan, self.pg, "reference", options) if kl else None
+        self.colocated = cfg.resources.colocate and layout.gpus > 0
+        self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
+        self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
         engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
-        self.rollout = RolloutGroup(
+        self.rollout = RolloutWorkers(
             [
                 make_rollout_actor(
                     engine, num_cpus=s.cpus, num_gpus=s.gpus, **in_bundle(self.pg, s.bundle), **options
                 )
-                for s in plan.slots_of("rollout")
+                for s in layout.slots_of("rollout")
             ]
         )
 

@@ -1,7 +1,7 @@
 """TrainerActor: a thin Ray actor around TrainerWorker (one actor per rank; no logic of its own).
 
-    group = make_trainer_group(cfg, world_size=2)             # rank 0's node hosts the rendezvous
-    metrics = ray.get([a.update.remote(batch_ref) for a in group])[0]
+    ranks = make_trainer_ranks(cfg, world_size=2)             # rank 0's node hosts the rendezvous
+    metrics = ray.get([a.update.remote(batch_ref) for a in ranks])[0]
 
 Every rank gets the same Batch (pass one ObjectRef to all); results that are the same on every rank are
 read from rank 0.
@@ -17,7 +17,7 @@ from codefu.trainer.distributed import free_port, init_distributed
 
 
 class TrainerActor:
-    """One rank. Construct through `ray.remote(TrainerActor)` (see make_trainer_group)."""
+    """One rank. Construct through `ray.remote(TrainerActor)` (see make_trainer_ranks)."""
 
     def __init__(
         self, cfg: TrainerConfig, rank: int, world_size: int, init_method: str, frozen: bool = False
@@ -64,7 +64,7 @@ def node_address() -> str:
     return ray.util.get_node_ip_address()
 
 
-def make_trainer_group(
+def make_trainer_ranks(
     cfg: TrainerConfig,
     world_size: int = 1,
     frozen: bool = False,

@@ -78,7 +78,7 @@ def make_mesh(device: torch.device) -> DeviceMesh:
 
 
 @dataclass(frozen=True)
-class Layout:
+class RankGrid:
     """Where a rank sits in the (dp, sp) grid: world = dp * sp, rank = dp_rank * sp + sp_rank, so the sp
     ranks that share sequences are consecutive (one node, where the all-to-all is cheapest)."""
 
@@ -105,12 +105,12 @@ class Layout:
         return self.rank % self.sp
 
 
-def sp_group(layout: Layout, device: torch.device) -> Any:
+def sp_group(grid: RankGrid, device: torch.device) -> Any:
     """This rank's sequence-parallel process group (a collective: every rank calls it); None for sp == 1.
     FSDP keeps its own 1-D mesh over all ranks: parameters are sharded over the whole world."""
-    if layout.sp == 1:
+    if grid.sp == 1:
         return None
-    mesh = init_device_mesh(device.type, (layout.dp, layout.sp), mesh_dim_names=("dp", "sp"))
+    mesh = init_device_mesh(device.type, (grid.dp, grid.sp), mesh_dim_names=("dp", "sp"))
     return mesh.get_group("sp")
 
 

@@ -31,7 +31,7 @@ from codefu.models.weights import PackedWeights, SharedWeights, pack_weights
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
 from codefu.trainer.config import TrainerConfig
-from codefu.trainer.distributed import Layout, all_reduce, init_distributed, resolve_device, sp_group
+from codefu.trainer.distributed import RankGrid, all_reduce, init_distributed, resolve_device, sp_group
 from codefu.trainer.model import compute_dtype, load_policy, prepare_model
 from codefu.trainer.sequence_parallel import SeqShard, token_window
 
@@ -71,8 +71,8 @@ class TrainerWorker:
         self.device = resolve_device(cfg.device)
         self.rank, self.world_size = init_distributed(device=cfg.device)
         # (dp, sp) grid: the sp ranks of one group train the same rows, each on its slice of the tokens
-        self.layout = Layout(self.rank, self.world_size, cfg.sp_degree)
-        self.shard = SeqShard(self.layout.sp_rank, self.layout.sp, sp_group(self.layout, self.device))
+        self.grid = RankGrid(self.rank, self.world_size, cfg.sp_degree)
+        self.shard = SeqShard(self.grid.sp_rank, self.grid.sp, sp_group(self.grid, self.device))
         torch.manual_seed(cfg.seed)
         if model is None:
             model, tokenizer = load_policy(cfg)
@@ -97,8 +97,14 @@ class TrainerWorker:
             )
             self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
         self.loss_settings = LossSettings(
-            cfg.clip_low, cfg.clip_high, cfg.dual_clip, cfg.loss_agg, cfg.kl_coef, cfg.kl_kind,
-            cfg.entropy_coef, cfg.norm_length,
+            cfg.clip_low,
+            cfg.clip_high,
+            cfg.dual_clip,
+            cfg.loss_agg,
+            cfg.kl_coef,
+            cfg.kl_kind,
+            cfg.entropy_coef,
+            cfg.norm_length,
         )
 
     # ------------------------------------------------------------------------------------------------
@@ -109,8 +115,8 @@ class TrainerWorker:
 
         Rows are dealt to the dp groups; the sp ranks of a group get the same micro-batches, whose padded
         size may be sp times the per-rank budget (each rank holds 1/sp of it)."""
-        dp, me = self.layout.dp, self.layout.dp_rank
-        budget = self.cfg.micro_batch_tokens * self.layout.sp
+        dp, me = self.grid.dp, self.grid.dp_rank
+        budget = self.cfg.micro_batch_tokens * self.grid.sp
         sub = [lengths[i] for i in rows]
         parts = split_across_ranks(sub, dp)
         packed = [pack_micro_batches([sub[j] for j in p], budget) for p in parts]
@@ -134,7 +140,7 @@ class TrainerWorker:
         self.model.eval()
         B, T = batch.input_ids.shape
         # room past T for the padding of the last sp rank's slice (cut off at the end)
-        out = torch.zeros(B, T + self.layout.sp + 1, dtype=torch.float32, device=self.device)
+        out = torch.zeros(B, T + self.grid.sp + 1, dtype=torch.float32, device=self.device)
         rows = list(range(B))
         mine, n_micro = self._my_micro_batches(rows, batch.lengths().tolist())
         for i in range(n_micro):

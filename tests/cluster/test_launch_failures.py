@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # minutes of Ray start-ups: `-m 'not slow'` skips them locally
+pytestmark = pytest.mark.slow  # minutes of Ray start-ups: the slow tier (`-m slow`)
 
 TIMEOUTS = ["--join-timeout=120"]
 

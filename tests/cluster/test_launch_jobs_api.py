@@ -12,7 +12,7 @@ import pytest
 
 from codefu.data.starter import load_starter_problems, starter_path
 
-pytestmark = pytest.mark.slow  # minutes of Ray start-ups: `-m 'not slow'` skips them locally
+pytestmark = pytest.mark.slow  # minutes of Ray start-ups: the slow tier (`-m slow`)
 
 RAY = str(Path(sys.executable).with_name("ray"))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # minutes of Ray start-ups: `-m 'not slow'` skips them locally
+pytestmark = pytest.mark.slow  # minutes of Ray start-ups: the slow tier (`-m slow`)
 
 JOB = str(Path(__file__).with_name("judge_job.py"))
 TIMEOUTS = ["--join-timeout=180", "--nodes-timeout=180", "--head-lost-timeout=30"]

@@ -223,6 +223,7 @@ def test_eval_cli_against_a_baseline_model(tmp_path, tiny_model_dir):
     assert "A - B: +0.000 [+0.000, +0.000] over 2 problems" in r.stdout
 
 
+@pytest.mark.slow
 def test_eval_cli_with_the_native_engine_and_top_k(tmp_path, tiny_model_dir):
     # the tiny model takes 512 positions; a starter prompt is ~900 characters = tokens here
     r = eval_cli("--model", str(tiny_model_dir), "--max-problems", "1", "--engine", "native")

@@ -77,6 +77,7 @@ def test_judge_cli_end_to_end(tmp_path, codefu_easy):
         (["[1, 2]"], "expected an object"),
     ],
 )
+@pytest.mark.slow
 def test_bad_responses_are_named(tmp_path, codefu_easy, lines, message):
     responses = write_jsonl(tmp_path / "responses.jsonl", lines)
     out = tmp_path / "verdicts.jsonl"

@@ -285,6 +285,7 @@ def test_deep_recursion_has_unlimited_stack(judge):
         ("1 GiB initialised array", "int a[1<<28] = {1};\nint main(){ return a[5]; }"),
     ],
 )
+@pytest.mark.slow
 def test_compile_bombs(judge, name, source):
     v = judge.judge(problem(), cpp(source))
     assert v.status is Status.COMPILE_ERROR, (name, v.status, v.compile_output[:300])

@@ -248,6 +248,7 @@ VERDICT_PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", list(VERDICT_PROGRAMS))
+@pytest.mark.slow
 def test_verdicts_mean_the_same_on_both_paths(judge, per_test_judge, name):
     problem = doubling_problem(1, time_limit_s=0.5, memory=64 << 20)
     new, old = (j.judge(problem, VERDICT_PROGRAMS[name]) for j in (judge, per_test_judge))

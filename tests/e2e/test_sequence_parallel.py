@@ -16,7 +16,7 @@ import torch.multiprocessing as mp
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerWorker
-from codefu.trainer.distributed import Layout, free_port, init_distributed
+from codefu.trainer.distributed import RankGrid, free_port, init_distributed
 from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, kv_replication
 from helpers.seq_parallel import MODELS, assert_close, config, run
 
@@ -50,8 +50,6 @@ def one_rank(tmp_path_factory):
     return OneRank(tmp_path_factory.mktemp("sp"))
 
 
-
-
 @pytest.mark.parametrize(
     "world_size,sp,model,agg",
     [
@@ -61,6 +59,7 @@ def one_rank(tmp_path_factory):
     ],
     ids=["sp2", "sp4", "dp2xsp2"],
 )
+@pytest.mark.slow
 def test_sequence_parallel_equals_one_rank(one_rank, world_size, sp, model, agg):
     tmp = one_rank.tmp
     args = (world_size, free_port(), sp, model, agg, str(tmp))
@@ -78,6 +77,7 @@ def test_sequence_parallel_equals_one_rank(one_rank, world_size, sp, model, agg)
         assert_close(got["params"][name], p, f"{what}: weight {name}", atol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_single_rank_run_is_not_trivially_equal(one_rank):
     """The comparisons above can fail: the two aggregations differ on this batch (rows of uneven length)."""
     a, b = one_rank["llama", "token-mean"], one_rank["llama", "seq-mean-token-mean"]
@@ -112,12 +112,12 @@ def test_enable_rejects_a_model_whose_heads_do_not_split(tmp_path):
 
 
 def test_layout():
-    lay = Layout(rank=5, world_size=8, sp=2)
+    lay = RankGrid(rank=5, world_size=8, sp=2)
     assert (lay.dp, lay.dp_rank, lay.sp_rank) == (4, 2, 1)
     with pytest.raises(
         ValueError, match=r"trainer.sp_degree=4 must divide the number of trainer ranks \(6\)"
     ):
-        Layout(rank=0, world_size=6, sp=4)
+        RankGrid(rank=0, world_size=6, sp=4)
 
 
 def test_shard_bounds_cover_the_padded_row():

@@ -7,6 +7,8 @@ from codefu.data.starter import load_starter_problems
 from codefu.judge import Judge, JudgeConfig
 from codefu.types import Status
 
+pytestmark = pytest.mark.slow  # every starter problem's solutions through the judge: minutes on 2 cores
+
 
 @pytest.fixture(scope="module")
 def verdicts():

@@ -7,7 +7,7 @@ from pathlib import Path
 from codefu.data.difficulty import DifficultyConfig
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.config import AlgoConfig, DataConfig, LoopConfig, RolloutConfig, RunConfig
-from codefu.orchestrator.plan import ResourcesConfig
+from codefu.orchestrator.layout import ResourcesConfig
 from codefu.orchestrator.roles import Score
 from codefu.trainer.config import TrainerConfig
 from codefu.types import Problem

@@ -35,14 +35,14 @@ def test_pool_judges_like_the_local_judge(local_ray):
 
 
 def test_pool_keeps_to_its_instance_group(local_ray):
-    pool = RayJudgePool(JudgeConfig(), PoolConfig(node_group="cpu"))
+    pool = RayJudgePool(JudgeConfig(), PoolConfig(instance_group="cpu"))
     try:
         assert pool.capacity == 2
         assert next(iter(pool.judge_many([(PROBLEM, RIGHT)])))[1].status is Status.ACCEPTED
     finally:
         pool.close()
     with pytest.raises(RuntimeError, match="instance group 'gpu'"):
-        RayJudgePool(JudgeConfig(), PoolConfig(node_group="gpu"))
+        RayJudgePool(JudgeConfig(), PoolConfig(instance_group="gpu"))
 
 
 def test_dead_worker_is_replaced_and_work_retried(local_ray):

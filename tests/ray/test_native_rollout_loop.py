@@ -12,7 +12,7 @@ from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
 from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
-pytestmark = pytest.mark.slow  # a Ray loop (~1-2 min on a loaded 2-core machine): `-m "not slow"` skips it
+pytestmark = pytest.mark.slow  # a Ray loop (~1-2 min on a loaded 2-core machine): the slow tier (`-m slow`)
 
 
 def test_two_steps_with_the_native_engine(local_ray, tmp_path):

@@ -1,4 +1,4 @@
-"""The plan's placement group on a local CPU Ray cluster (the same code path as on GPUs, with CPU bundles):
+"""The layout's placement group on a local CPU Ray cluster (the same code path as on GPUs, with CPU bundles):
 every actor starts in its bundle, trainer ranks rendezvous on rank 0's node, two rollout workers share
 `generate`, the reference runs as many ranks as the policy, and a short run trains through all of it."""
 
@@ -14,8 +14,8 @@ from ray.util import placement_group_table
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
+from codefu.orchestrator.layout import Bundle, Layout, ResourcesConfig, make_layout
 from codefu.orchestrator.placement import reserve
-from codefu.orchestrator.plan import Bundle, Plan, ResourcesConfig, make_plan
 from codefu.orchestrator.roles import Roles
 from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems  # noqa: E402
 
@@ -35,10 +35,11 @@ def bundle_cpus_free(pg) -> list[float]:
     return [free.get(f"CPU_group_{i}_{pg.id.hex()}", 0.0) for i in range(len(pg.bundle_specs))]
 
 
+@pytest.mark.slow
 def test_a_short_run_trains_through_the_placement_group(local_ray, tmp_path, monkeypatch):
     cfg = config(tmp_path)
-    plan = make_plan(cfg.resources, kl_enabled=True)
-    assert [b.resources() for b in plan.bundles] == [{"CPU": 0.75}] * 2
+    layout = make_layout(cfg.resources, kl_enabled=True)
+    assert [b.resources() for b in layout.bundles] == [{"CPU": 0.75}] * 2
     seen: dict = {"generate": []}
 
     class CheckedRoles(Roles):
@@ -75,8 +76,8 @@ def test_a_short_run_trains_through_the_placement_group(local_ray, tmp_path, mon
 
 
 def test_an_unreservable_group_fails_with_what_it_asked_for(local_ray):
-    plan = Plan(roles=(), bundles=(Bundle(cpus=64, gpus=0),))
+    layout = Layout(roles=(), bundles=(Bundle(cpus=64, gpus=0),))
     with pytest.raises(
         Exception, match=r"could not reserve the placement group within 1 s \(bundles 0: 64 CPUs"
     ):
-        reserve(plan, timeout_s=1)
+        reserve(layout, timeout_s=1)

@@ -124,6 +124,7 @@ def value_of(result: list[dict], **labels) -> float:
 
 
 @pytest.mark.skipif(PROMETHEUS is None, reason="needs Debian's prometheus package (scripts/setup.sh)")
+@pytest.mark.slow
 def test_prometheus_scrapes_a_training_run(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()

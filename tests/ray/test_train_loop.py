@@ -46,6 +46,7 @@ def toy_run(tmp_path: Path, name: str, steps: int = 10, recompute: bool = True, 
     return [r["reward/mean"] for r in rows]
 
 
+@pytest.mark.slow
 def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypatch):
     rewards = toy_run(tmp_path, "right")
     assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.15, rewards
@@ -61,6 +62,7 @@ def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypat
     assert torch.tensor(flipped[-3:]).mean() < torch.tensor(rewards[-3:]).mean()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume_redoes_only_steps_since_the_checkpoint(tmp_path):
     """The driver dies with SIGKILL after step 3 (checkpoint at step 2); the resumed run redoes step 3
     identically (same data order, difficulty record and sampling seeds) and the metrics file has no gap

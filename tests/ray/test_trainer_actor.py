@@ -5,15 +5,15 @@ import torch
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig
-from codefu.trainer.actor import make_trainer_group
+from codefu.trainer.actor import make_trainer_ranks
 from codefu.trainer.testing import random_batch
 
 
 def test_trainer_actor_round_trip(local_ray, tmp_path):
     model_dir = save_tiny_model(tmp_path / "model")
     cfg = TrainerConfig(model=str(model_dir), lr=1e-3, device="cpu")
-    (policy,) = make_trainer_group(cfg, world_size=1)
-    (reference,) = make_trainer_group(cfg, world_size=1, frozen=True)
+    (policy,) = make_trainer_ranks(cfg, world_size=1)
+    (reference,) = make_trainer_ranks(cfg, world_size=1, frozen=True)
     batch = random_batch(4, 10, vocab_size=128, prompt_len=3, seed=0)
     batch.old_logprobs = ray.get(policy.compute_logprobs.remote(batch))
     batch.ref_logprobs = ray.get(reference.compute_logprobs.remote(batch))

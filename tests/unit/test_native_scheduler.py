@@ -1,19 +1,19 @@
 """The native engine's block allocator and scheduler alone (no model): sharing, partial admission of a
-group, the prefill token budget, preemption of the youngest, and every block coming back."""
+cohort, the prefill token budget, preemption of the youngest, and every block coming back."""
 
 from __future__ import annotations
 
 import pytest
 
 from codefu.rollout.native.kv_cache import BlockAllocator
-from codefu.rollout.native.scheduler import DecodeStep, Group, PrefillStep, Scheduler, Sequence
+from codefu.rollout.native.scheduler import Cohort, DecodeStep, PrefillStep, Scheduler, Sequence
 
 BS = 4
 
 
-def group(first_id: int, prompt_len: int, n: int) -> Group:
+def cohort(first_id: int, prompt_len: int, n: int) -> Cohort:
     prompt = list(range(1, prompt_len + 1))
-    return Group([Sequence(first_id + j, first_id, j, list(prompt)) for j in range(n)])
+    return Cohort([Sequence(first_id + j, first_id, j, list(prompt)) for j in range(n)])
 
 
 def sample_all(seqs: list[Sequence]) -> None:
@@ -34,13 +34,13 @@ def test_allocator_refcounts():
         alloc.release([a])
 
 
-def test_group_shares_full_blocks_and_copies_the_partial_one():
+def test_cohort_shares_full_blocks_and_copies_the_partial_one():
     alloc = BlockAllocator(20)
     sched = Scheduler(alloc, BS, max_num_seqs=8, max_prefill_tokens=64)
-    sched.add(group(0, 10, 3))  # 2 full blocks + 2 tokens
+    sched.add(cohort(0, 10, 3))  # 2 full blocks + 2 tokens
     step = sched.schedule()
-    assert isinstance(step, PrefillStep) and len(step.groups) == 1
-    tables = [s.block_table for s in step.groups[0].seqs]
+    assert isinstance(step, PrefillStep) and len(step.cohorts) == 1
+    tables = [s.block_table for s in step.cohorts[0].seqs]
     assert tables[1][:2] == tables[2][:2] == tables[0][:2]
     assert [alloc.refcount[b] for b in tables[0][:2]] == [3, 3]
     assert len({t[2] for t in tables}) == 3
@@ -48,14 +48,14 @@ def test_group_shares_full_blocks_and_copies_the_partial_one():
     assert alloc.num_free == 20 - 2 - 3
 
 
-def test_a_group_that_does_not_fit_is_admitted_in_part_and_the_rest_waits_first():
+def test_a_cohort_that_does_not_fit_is_admitted_in_part_and_the_rest_waits_first():
     alloc = BlockAllocator(6)
     sched = Scheduler(alloc, BS, max_num_seqs=8, max_prefill_tokens=64)
-    sched.add(group(0, 6, 4))  # 1 full + 1 partial: 1 + 2 per sample (its copy and one spare) => 2 fit
-    sched.add(group(10, 3, 1))
+    sched.add(cohort(0, 6, 4))  # 1 full + 1 partial: 1 + 2 per sample (its copy and one spare) => 2 fit
+    sched.add(cohort(10, 3, 1))
     step = sched.schedule()
     assert isinstance(step, PrefillStep)
-    assert [s.seq_id for g in step.groups for s in g.seqs] == [0, 1]
+    assert [s.seq_id for g in step.cohorts for s in g.seqs] == [0, 1]
     assert [s.seq_id for s in sched.waiting[0].seqs] == [2, 3] and len(sched.waiting) == 2
 
 
@@ -63,17 +63,17 @@ def test_prefill_token_budget_counts_padding():
     alloc = BlockAllocator(100)
     sched = Scheduler(alloc, BS, max_num_seqs=100, max_prefill_tokens=20)
     for i in range(4):
-        sched.add(group(10 * i, 8 if i else 3, 1))
+        sched.add(cohort(10 * i, 8 if i else 3, 1))
     step = sched.schedule()
     assert isinstance(step, PrefillStep)
-    assert len(step.groups) == 2  # widths 3, 8: 2 x 8 = 16 <= 20; a third would pad to 24
+    assert len(step.cohorts) == 2  # widths 3, 8: 2 x 8 = 16 <= 20; a third would pad to 24
 
 
 def test_decode_preempts_the_youngest_and_everything_is_freed():
     alloc = BlockAllocator(4)
     sched = Scheduler(alloc, BS, max_num_seqs=8, max_prefill_tokens=64)
-    sched.add(group(0, 3, 1))
-    sched.add(group(1, 3, 1))
+    sched.add(cohort(0, 3, 1))
+    sched.add(cohort(1, 3, 1))
     step = sched.schedule()
     assert isinstance(step, PrefillStep) and len(sched.running) == 2  # 1 block + 1 spare each
     sample_all(sched.running)  # 4 tokens each: the next decode still fits their first block
@@ -94,6 +94,6 @@ def test_decode_preempts_the_youngest_and_everything_is_freed():
     assert preempted.seq_id == 1 and preempted.block_table == [] and len(preempted.tokens) == 6
     sched.finish(step.seqs[0], "stop")
     step = sched.schedule()  # readmitted: its prompt and its tokens so far are prefilled again
-    assert isinstance(step, PrefillStep) and step.groups[0].prefix == preempted.all_tokens()
+    assert isinstance(step, PrefillStep) and step.cohorts[0].prefix == preempted.all_tokens()
     sched.finish(preempted, "length")
     assert sched.done and alloc.num_free == 4 and sum(alloc.refcount) == 0

@@ -6,8 +6,8 @@
     engine.release_memory()                  # colocated trainer's turn: the KV cache is freed
     engine.last_stats                        # prefill tokens, decode steps, preemptions, seconds, ...
 
-One `generate` = add every prompt as a group of n sequences, then `step()` until all are done. A step is
-a prefill (newly admitted groups, each prompt run once) or a decode (every running sequence, one token);
+One `generate` = add every prompt as a cohort of n sequences, then `step()` until all are done. A step is
+a prefill (newly admitted cohorts, each prompt run once) or a decode (every running sequence, one token);
 see scheduler.py. Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
 same seed, prompts and engine settings give the same samples. Decode steps replay CUDA graphs on GPU.
 
@@ -39,7 +39,7 @@ from codefu.rollout.native.cuda_graphs import DecodeGraphs
 from codefu.rollout.native.host_tables import HostBlockTables
 from codefu.rollout.native.kv_cache import BlockAllocator, KVCache
 from codefu.rollout.native.model import NativeCausalLM
-from codefu.rollout.native.scheduler import DecodeStep, Group, PrefillStep, Scheduler, Sequence
+from codefu.rollout.native.scheduler import Cohort, DecodeStep, PrefillStep, Scheduler, Sequence
 from codefu.rollout.sampling import make_generator, sample_step
 from codefu.rollout.types import Completion, SamplingParams
 
@@ -290,7 +290,7 @@ class NativeEngine:
 
     # ---- stepping (public so tests can look between steps) ---------------------------------------
     def start(self, prompts: list[list[int]], sampling: SamplingParams) -> None:
-        """Queue every prompt as one group of n sequences; reset the stats."""
+        """Queue every prompt as one cohort of n sequences; reset the stats."""
         self.sampling = sampling
         self.generator = make_generator(self.device, sampling.seed)
         self.stop_ids = self.eos_ids | set(sampling.stop_token_ids)
@@ -303,7 +303,7 @@ class NativeEngine:
         n = sampling.n
         self._seqs = [Sequence(i * n + j, i, j, list(p)) for i, p in enumerate(prompts) for j in range(n)]
         for i in range(len(prompts)):
-            self.scheduler.add(Group(self._seqs[i * n : (i + 1) * n]))
+            self.scheduler.add(Cohort(self._seqs[i * n : (i + 1) * n]))
         self.last_stats = dict.fromkeys(
             ["prefill_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum", "preemptions",
              "prefill_s", "decode_s", "decode_wait_s", "generated_tokens", "tokens_per_s"],
@@ -324,7 +324,7 @@ class NativeEngine:
         if not self.scheduler.done:
             work = self.scheduler.schedule()
             if isinstance(work, PrefillStep):  # tokens prefilled, counted before the placeholders
-                context = sum(g.length for g in work.groups)
+                context = sum(g.length for g in work.cohorts)
             launched = self._launch(work)
         previous, self._in_flight = self._in_flight, launched
         t_wait = time.perf_counter()
@@ -377,12 +377,12 @@ class NativeEngine:
         self.last_stats["generated_tokens"] += generated
 
     def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor, Tensor]:
-        """Run each group's prefix once; every sequence of a group samples from its last position."""
+        """Run each cohort's prefix once; every sequence of a cohort samples from its last position."""
         ids, positions, slots, pad_index, last = [], [], [], [], []
-        width = max(g.length for g in work.groups)
+        width = max(g.length for g in work.cohorts)
         bs = self.block_size
-        for row, group in enumerate(work.groups):
-            prefix, table = group.prefix, group.seqs[0].block_table
+        for row, cohort in enumerate(work.cohorts):
+            prefix, table = cohort.prefix, cohort.seqs[0].block_table
             ids += prefix
             positions += range(len(prefix))
             slots += [table[p // bs] * bs + p % bs for p in range(len(prefix))]
@@ -391,7 +391,7 @@ class NativeEngine:
         # a preempted sequence waits at least one step, by which time its token in flight was taken in
         assert PENDING not in ids, "a prefill with a token still in flight"
         dev = self.device
-        batch = len(work.groups)
+        batch = len(work.cohorts)
         meta = AttentionMetadata(
             is_prefill=True,
             slot_mapping=torch.tensor(slots, dtype=torch.long).to(dev),
@@ -402,9 +402,9 @@ class NativeEngine:
         hidden = self.model(torch.tensor(ids).to(dev), torch.tensor(positions).to(dev), meta)
         assert self.cache is not None
         self.cache.copy_blocks([s for s, _ in work.copies], [d for _, d in work.copies])
-        logits = self.model.logits(hidden[torch.tensor(last).to(dev)])  # (groups, V)
-        counts = torch.tensor([len(g.seqs) for g in work.groups]).to(dev)
-        seqs = [s for g in work.groups for s in g.seqs]
+        logits = self.model.logits(hidden[torch.tensor(last).to(dev)])  # (cohorts, V)
+        counts = torch.tensor([len(g.seqs) for g in work.cohorts]).to(dev)
+        seqs = [s for g in work.cohorts for s in g.seqs]
         live = {s.seq_id for s in self.scheduler.running}
         token_slots = torch.tensor(self.host_tables.rows(seqs, live)).to(dev)
         return seqs, token_slots, logits.repeat_interleave(counts, dim=0, output_size=len(seqs))

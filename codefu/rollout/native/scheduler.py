@@ -3,10 +3,10 @@
 Every step is either a PREFILL of newly admitted work or a DECODE of every running sequence (one token
 each); prefill goes first whenever something waiting fits (vLLM's rule, which keeps the batch full).
 
-- Waiting work is a `Group`: sequences whose tokens so far are identical (the n fresh samples of a
-  prompt, or one preempted sequence). A group's tokens are prefilled ONCE; its sequences share the full
+- Waiting work is a `Cohort`: sequences whose tokens so far are identical (the n fresh samples of a
+  prompt, or one preempted sequence). A cohort's tokens are prefilled ONCE; its sequences share the full
   blocks (refcount) and each gets its own copy of the partial last block, so no block is ever written by
-  two sequences. Part of a group can be admitted when only part fits; the rest stays first in line.
+  two sequences. Part of a cohort can be admitted when only part fits; the rest stays first in line.
 - Admission needs free blocks for the prefix plus one spare block per admitted sequence (headroom for
   its next tokens), and fits the token budget of a prefill step (padded width x sequences).
 - Before a decode step each sequence gets the block its next token needs. When none is free the
@@ -46,7 +46,7 @@ class Sequence:
 
 
 @dataclass
-class Group:
+class Cohort:
     """Waiting sequences with identical tokens so far: prefilled once, blocks shared."""
 
     seqs: list[Sequence]
@@ -63,7 +63,7 @@ class Group:
 
 @dataclass
 class PrefillStep:
-    groups: list[Group]  # each group's prefix runs once; its sequences sample from the last position
+    cohorts: list[Cohort]  # each cohort's prefix runs once; its sequences sample from the last position
     copies: list[tuple[int, int]]  # (src, dst) blocks to copy AFTER the forward (partial last blocks)
 
 
@@ -80,12 +80,12 @@ class Scheduler:
         self.block_size = block_size
         self.max_num_seqs = max_num_seqs
         self.max_prefill_tokens = max_prefill_tokens
-        self.waiting: deque[Group] = deque()
+        self.waiting: deque[Cohort] = deque()
         self.running: list[Sequence] = []  # admission order: the last is the youngest
         self.num_preemptions = 0
 
-    def add(self, group: Group) -> None:
-        self.waiting.append(group)
+    def add(self, cohort: Cohort) -> None:
+        self.waiting.append(cohort)
 
     @property
     def done(self) -> bool:
@@ -103,7 +103,8 @@ class Scheduler:
 
         The engine learns of a stop token one step late (it launches step t+1 before it reads step t's
         tokens), so the sequence may have been finished already (its length cap was reached at launch:
-        only the reason changes) or preempted meanwhile (it waits alone in its group: it leaves the queue)."""
+        only the reason changes) or preempted meanwhile (it waits alone in its cohort: it leaves the
+        queue)."""
         already = seq.finish_reason is not None
         seq.finish_reason = reason
         if already:
@@ -117,41 +118,41 @@ class Scheduler:
 
     # ---- internals -------------------------------------------------------------------------------
     def _admit(self) -> PrefillStep | None:
-        groups: list[Group] = []
+        cohorts: list[Cohort] = []
         copies: list[tuple[int, int]] = []
         width = 0
         while self.waiting:
-            group = self.waiting[0]
-            length = group.length
+            cohort = self.waiting[0]
+            length = cohort.length
             room = self.max_num_seqs - len(self.running)
             new_width = max(width, length)
-            if room <= 0 or (len(groups) + 1) * new_width > self.max_prefill_tokens:
+            if room <= 0 or (len(cohorts) + 1) * new_width > self.max_prefill_tokens:
                 break
             full, partial = divmod(length, self.block_size)
             per_seq = (1 if partial else 0) + 1  # its copy of the partial block + one block of headroom
-            k = min(len(group.seqs), room, (self.allocator.num_free - full) // per_seq)
-            if k < 1 and not self.running and not groups and full + (partial > 0) <= self.allocator.num_free:
+            k = min(len(cohort.seqs), room, (self.allocator.num_free - full) // per_seq)
+            if k < 1 and not self.running and not cohorts and full + (partial > 0) <= self.allocator.num_free:
                 k = 1  # alone in an empty batch it runs without headroom (it fits: max_model_len)
             if k < 1:
                 break
-            split = k < len(group.seqs)
-            if split:  # admit part of the group; the rest keeps its place in line
-                admitted = Group(group.seqs[:k])
-                group.seqs = group.seqs[k:]
+            split = k < len(cohort.seqs)
+            if split:  # admit part of the cohort; the rest keeps its place in line
+                admitted = Cohort(cohort.seqs[:k])
+                cohort.seqs = cohort.seqs[k:]
             else:
                 admitted = self.waiting.popleft()
             copies += self._allocate_prefix(admitted, full, partial)
-            groups.append(admitted)
+            cohorts.append(admitted)
             self.running.extend(admitted.seqs)
             width = new_width
             if split:
                 break  # no room for more now
-        return PrefillStep(groups, copies) if groups else None
+        return PrefillStep(cohorts, copies) if cohorts else None
 
-    def _allocate_prefix(self, group: Group, full: int, partial: int) -> list[tuple[int, int]]:
-        """Blocks for a group's prefix: the first sequence owns them, the others share the full ones and
+    def _allocate_prefix(self, cohort: Cohort, full: int, partial: int) -> list[tuple[int, int]]:
+        """Blocks for a cohort's prefix: the first sequence owns them, the others share the full ones and
         get their own copy of the partial last one (copied after the prefill writes it)."""
-        first, *others = group.seqs
+        first, *others = cohort.seqs
         first.block_table = [self.allocator.allocate() for _ in range(full + (partial > 0))]
         copies = []
         for seq in others:
@@ -184,8 +185,8 @@ class Scheduler:
         self.running.remove(seq)
         self.allocator.release(seq.block_table)
         seq.block_table = []
-        self.waiting.appendleft(Group([seq]))
+        self.waiting.appendleft(Cohort([seq]))
         self.num_preemptions += 1
 
 
-__all__ = ["DecodeStep", "Group", "PrefillStep", "Scheduler", "Sequence"]
+__all__ = ["DecodeStep", "Cohort", "PrefillStep", "Scheduler", "Sequence"]

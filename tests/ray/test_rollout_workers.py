@@ -7,7 +7,7 @@ from dataclasses import replace
 import ray
 
 from codefu.models.tiny import tiny_model, tiny_tokenizer
-from codefu.orchestrator.roles import RolloutGroup, split_groups, worker_seed
+from codefu.orchestrator.roles import RolloutWorkers, split_prompts, worker_seed
 from codefu.rollout import SamplingParams, TransformersEngine
 from codefu.rollout.actor import RolloutWorker, make_rollout_actor
 
@@ -19,10 +19,10 @@ def summary(completions):
     return [(c.prompt_index, c.sample_index, tuple(c.prompt_ids), tuple(c.token_ids)) for c in completions]
 
 
-def test_split_groups_is_balanced_and_contiguous():
-    assert split_groups(5, 2) == [range(0, 3), range(3, 5)]
-    assert split_groups(8, 4) == [range(2 * i, 2 * i + 2) for i in range(4)]
-    assert split_groups(1, 3) == [range(0, 1), range(1, 1), range(1, 1)]
+def test_split_prompts_is_balanced_and_contiguous():
+    assert split_prompts(5, 2) == [range(0, 3), range(3, 5)]
+    assert split_prompts(8, 4) == [range(2 * i, 2 * i + 2) for i in range(4)]
+    assert split_prompts(1, 3) == [range(0, 1), range(1, 1), range(1, 1)]
     assert worker_seed(7, 0) == 7 and worker_seed(7, 1) != 7 and worker_seed(None, 3) is None
 
 
@@ -30,8 +30,8 @@ def test_two_workers_generate_in_order_and_all_load_weights(local_ray):
     factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=4)
     actors = [make_rollout_actor(factory, num_cpus=0.5) for _ in range(2)]
     try:
-        group = RolloutGroup(actors)
-        got = group.generate(PROMPTS, SAMPLING)
+        workers = RolloutWorkers(actors)
+        got = workers.generate(PROMPTS, SAMPLING)
         # complete and ordered exactly as one worker returns them: prompt by prompt, samples in order
         assert [(c.prompt_index, c.sample_index) for c in got] == [(p, s) for p in range(5) for s in range(3)]
         assert all(c.prompt_ids == PROMPTS[c.prompt_index] for c in got)
@@ -41,7 +41,7 @@ def test_two_workers_generate_in_order_and_all_load_weights(local_ray):
 
         def expected():
             out = []
-            for w, run in enumerate(split_groups(len(PROMPTS), 2)):
+            for w, run in enumerate(split_prompts(len(PROMPTS), 2)):
                 seed = worker_seed(SAMPLING.seed, w)
                 part = local.generate(PROMPTS[run.start : run.stop], replace(SAMPLING, seed=seed))
                 out += [replace(c, prompt_index=c.prompt_index + run.start) for c in part]
@@ -49,14 +49,14 @@ def test_two_workers_generate_in_order_and_all_load_weights(local_ray):
 
         assert summary(got) == expected()
         # a single worker (seed unchanged) gives its own, also complete and ordered, draw
-        single = RolloutGroup(actors[:1]).generate(PROMPTS, SAMPLING)
+        single = RolloutWorkers(actors[:1]).generate(PROMPTS, SAMPLING)
         assert summary(single) == summary(local.generate(PROMPTS, SAMPLING))
 
         # one state dict, put once, reaches both workers
         new_state = tiny_model(seed=1).state_dict()
-        group.load_weights(new_state)
+        workers.load_weights(new_state)
         local.load_weights(new_state)
-        after = group.generate(PROMPTS, SAMPLING)
+        after = workers.generate(PROMPTS, SAMPLING)
         assert summary(after) == expected() != summary(got)
         for w, actor in enumerate(actors):  # each worker on its own: the new weights, not the old
             s = replace(SAMPLING, seed=11 + w)

@@ -1,13 +1,14 @@
-"""The cluster plan: a pure function from the resources config to Ray placement-group bundles and which
+"""The role layout: a pure function from the resources config to Ray placement-group bundles and which
 actor goes in which bundle.
 
-    plan = make_plan(ResourcesConfig(trainer_ranks=8, gpus_per_rank=1), kl_enabled=True)
-    check_plan(plan, ray.cluster_resources(), nodes)   # CodefuError listing what the cluster lacks
-    plan.bundles     # one placement group, strategy plan.strategy ("PACK")
-    plan.slots_of("trainer")   # Slot(role, index, bundle, cpus, gpus) per actor
+    layout = make_layout(ResourcesConfig(trainer_ranks=8, gpus_per_rank=1), kl_enabled=True)
+    check_layout(layout, ray.cluster_resources(), nodes)   # CodefuError listing what the cluster lacks
+    layout.bundles     # one placement group, strategy layout.strategy ("PACK")
+    layout.slots_of("trainer")   # Slot(role, index, bundle, cpus, gpus) per actor
 
 Roles: `trainer` (FSDP ranks), `reference` (a frozen policy with as many ranks, only when the KL term is on),
-`rollout` (inference engines) and `judge` (sandboxes on CPUs; spread by its own pool, not in the group).
+`rollout` (inference engines) and `judge` (sandboxes on CPUs; spread by its own pool, not in the placement
+group).
 
 - colocated (hybrid engine, `colocate: true`, verl's default): one bundle per trainer rank holding the rank,
   its reference rank and rollout worker j = rank j, sharing the rank's GPU (memory is swapped between
@@ -49,7 +50,7 @@ class ResourcesConfig:
     """Rollout and reference share the trainers' GPUs (hybrid engine); False: rollout on separate GPUs."""
     judge_cpus: float = 1.0
     """CPUs the judge needs at least (it uses every CPU it is given; more is better)."""
-    judge_group: str | None = None
+    judge_instance_group: str | None = None
     """Judge only on the nodes of this `codefu launch` instance group (e.g. "cpu"); None: every node."""
 
 
@@ -92,7 +93,7 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Layout:
     roles: tuple[RoleNeed, ...]
     bundles: tuple[Bundle, ...] = ()
     slots: tuple[Slot, ...] = ()
@@ -133,7 +134,7 @@ def _check(res: ResourcesConfig, sp_degree: int) -> None:
         )
 
 
-def make_plan(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1) -> Plan:
+def make_layout(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1) -> Layout:
     """Bundles and slots for every actor role (pure). Bundle i < trainer_ranks holds trainer rank i (and
     reference rank i); colocated rollout worker j sits in bundle j, other rollout workers get bundles after
     the trainers'. On CPU (gpus_per_rank 0) rollout workers beyond the ranks get bundles of their own."""
@@ -173,7 +174,7 @@ def make_plan(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1) -> Pla
     rollout_gpus = [s.gpus for s in slots if s.role == "rollout"]
     roles.append(RoleNeed("rollout", res.rollout_workers, res.cpus_per_rollout_worker, max(rollout_gpus)))
     roles.append(RoleNeed("judge", 1, res.judge_cpus, 0.0))
-    return Plan(tuple(roles), tuple(bundles), tuple(slots))
+    return Layout(tuple(roles), tuple(bundles), tuple(slots))
 
 
 def _first_fit(bundles: tuple[Bundle, ...], nodes: list[dict[str, float]]) -> int | None:
@@ -192,22 +193,24 @@ def _first_fit(bundles: tuple[Bundle, ...], nodes: list[dict[str, float]]) -> in
     return None
 
 
-def check_plan(plan: Plan, cluster: dict[str, float], nodes: list[dict[str, float]] | None = None) -> None:
+def check_layout(
+    layout: Layout, cluster: dict[str, float], nodes: list[dict[str, float]] | None = None
+) -> None:
     """Fail fast, before any actor starts, with everything the cluster lacks in one message. `cluster`: the
     totals (ray.cluster_resources()); `nodes`: each node's resources, to check that the bundles fit."""
     missing = []
     have_cpus, have_gpus = cluster.get("CPU", 0.0), cluster.get("GPU", 0.0)
-    if plan.cpus > have_cpus + 1e-9:
-        detail = ", ".join(f"{r.role} {r.total_cpus:g}" for r in plan.roles if r.total_cpus)
-        missing.append(f"{plan.cpus:g} CPUs needed ({detail}), the cluster has {have_cpus:g}")
-    if plan.gpus > have_gpus + 1e-9:
-        detail = ", ".join(f"{r.role} {r.total_gpus:g}" for r in plan.roles if r.total_gpus)
-        missing.append(f"{plan.gpus:g} GPUs needed ({detail}), the cluster has {have_gpus:g}")
+    if layout.cpus > have_cpus + 1e-9:
+        detail = ", ".join(f"{r.role} {r.total_cpus:g}" for r in layout.roles if r.total_cpus)
+        missing.append(f"{layout.cpus:g} CPUs needed ({detail}), the cluster has {have_cpus:g}")
+    if layout.gpus > have_gpus + 1e-9:
+        detail = ", ".join(f"{r.role} {r.total_gpus:g}" for r in layout.roles if r.total_gpus)
+        missing.append(f"{layout.gpus:g} GPUs needed ({detail}), the cluster has {have_gpus:g}")
     if not missing and nodes is not None:
-        bad = _first_fit(plan.bundles, nodes)
+        bad = _first_fit(layout.bundles, nodes)
         if bad is not None:
-            who = ", ".join(f"{s.role} {s.index}" for s in plan.slots if s.bundle == bad)
-            b = plan.bundles[bad]
+            who = ", ".join(f"{s.role} {s.index}" for s in layout.slots if s.bundle == bad)
+            b = layout.bundles[bad]
             sizes = "; ".join(f"{nd.get('CPU', 0):g} CPUs, {nd.get('GPU', 0):g} GPUs" for nd in nodes)
             missing.append(
                 f"bundle {bad} ({who}: {b.cpus:g} CPUs, {b.gpus:g} GPUs on one node) fits on no node "
