@@ -1,5 +1,6 @@
 """The learning math: pure tensor functions (advantages, KL estimators, losses, log-probs, entropy)."""
 
+from codefu.algo.advantages import gae, reinforce_pp_advantages, rloo_advantages
 from codefu.algo.grpo import (
     AGG_MODES,
     DEFAULT_CHUNK,
@@ -14,6 +15,9 @@ from codefu.algo.grpo import (
     token_logprobs_from_logits,
 )
 from codefu.algo.loss import LossSettings, loss_normalizer, rl_loss
+from codefu.algo.policy_losses import cispo_loss, gspo_loss
+from codefu.algo.shaping import overlong_penalty
+from codefu.algo.value_loss import value_loss
 
 __all__ = [
     "AGG_MODES",
@@ -21,13 +25,20 @@ __all__ = [
     "KL_KINDS",
     "LossSettings",
     "aggregate_loss",
+    "cispo_loss",
     "entropy_from_logits",
+    "gae",
     "group_advantages",
+    "gspo_loss",
     "kl_penalty",
     "loss_normalizer",
     "masked_entropy_mean",
     "masked_mean",
+    "overlong_penalty",
     "policy_loss",
+    "reinforce_pp_advantages",
     "rl_loss",
+    "rloo_advantages",
     "token_logprobs_from_logits",
+    "value_loss",
 ]
