@@ -96,7 +96,11 @@ def from_dict(cls: type[T], data: dict[str, Any], source: str = "config", prefix
         known = ", ".join(sorted(fields))
         raise CodefuError(f"{source}: unknown key {prefix}{unknown[0]} (known here: {known})")
     kwargs = {name: _coerce(hints[name], value, source, prefix + name) for name, value in data.items()}
-    obj = cls(**kwargs)
+    try:
+        obj = cls(**kwargs)
+    except ValueError as e:  # a section's own check (__post_init__): "field must be ..."
+        message = str(e).removeprefix(f"{cls.__name__}: ")
+        raise CodefuError(f"{source}: {prefix}{message}") from None
     for key, owner in getattr(cls, "DERIVED", {}).items():
         _check_derived(data, key, owner, obj, source, prefix)
     return obj

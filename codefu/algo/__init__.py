@@ -1,6 +1,7 @@
 """The learning math: pure tensor functions (advantages, KL estimators, losses, log-probs, entropy)."""
 
 from codefu.algo.advantages import gae, reinforce_pp_advantages, rloo_advantages
+from codefu.algo.estimators import ESTIMATORS, sequence_advantages
 from codefu.algo.grpo import (
     AGG_MODES,
     DEFAULT_CHUNK,
@@ -14,7 +15,7 @@ from codefu.algo.grpo import (
     policy_loss,
     token_logprobs_from_logits,
 )
-from codefu.algo.loss import LossSettings, loss_normalizer, rl_loss
+from codefu.algo.loss import POLICY_LOSSES, LossSettings, loss_normalizer, rl_loss
 from codefu.algo.policy_losses import cispo_loss, gspo_loss
 from codefu.algo.shaping import overlong_penalty
 from codefu.algo.value_loss import value_loss
@@ -22,8 +23,10 @@ from codefu.algo.value_loss import value_loss
 __all__ = [
     "AGG_MODES",
     "DEFAULT_CHUNK",
+    "ESTIMATORS",
     "KL_KINDS",
     "LossSettings",
+    "POLICY_LOSSES",
     "aggregate_loss",
     "cispo_loss",
     "entropy_from_logits",
@@ -39,6 +42,7 @@ __all__ = [
     "reinforce_pp_advantages",
     "rl_loss",
     "rloo_advantages",
+    "sequence_advantages",
     "token_logprobs_from_logits",
     "value_loss",
 ]

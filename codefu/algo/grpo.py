@@ -204,6 +204,34 @@ def aggregate_loss(
 # policy loss
 
 
+def masked_policy_inputs(
+    logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The inputs of a policy loss, checked: (on, logprobs, old_logprobs, advantages as (B, T)) with every
+    masked entry replaced by 0 BEFORE any arithmetic, so that a NaN there reaches neither the loss nor the
+    gradient. advantages: (B,) per sequence or (B, T) per token; old_logprobs and advantages detached."""
+    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
+        raise ValueError(
+            f"logprobs, old_logprobs and mask must be (B, T), got "
+            f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
+        )
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(-1)
+    if advantages.dim() != 2 or advantages.shape[0] != logprobs.shape[0] or advantages.shape[1] not in (
+        1,
+        logprobs.shape[1],
+    ):
+        raise ValueError(
+            f"advantages must be (B,) or (B, T) with B, T = {tuple(logprobs.shape)}, "
+            f"got {tuple(advantages.shape)}"
+        )
+    on = mask != 0
+    lp = torch.where(on, logprobs, 0.0)
+    old = torch.where(on, old_logprobs.detach().to(logprobs.dtype), 0.0)
+    adv = torch.where(on, advantages.detach().to(logprobs.dtype), 0.0)
+    return on, lp, old, adv
+
+
 def policy_loss(
     logprobs: Tensor,
     old_logprobs: Tensor,
@@ -240,21 +268,10 @@ def policy_loss(
         "approx_kl_k1" (mean of old - logprobs), "ratio_mean", "ratio_max", "valid_tokens",
         and "dual_clip_frac" when dual clip is on.
     """
-    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
-        raise ValueError(
-            f"logprobs, old_logprobs and mask must be (B, T), got "
-            f"{logprobs.shape}, {old_logprobs.shape}, {mask.shape}"
-        )
-    if advantages.dim() == 1:
-        advantages = advantages.unsqueeze(-1)
-    if advantages.dim() != 2 or advantages.shape[0] != logprobs.shape[0]:
-        raise ValueError(f"advantages must be (B,) or (B, T), got {advantages.shape}")
     if dual_clip is not None and dual_clip <= 1.0:
         raise ValueError(f"dual_clip must be > 1 (or None), got {dual_clip}")
-    on = mask != 0
-    adv = torch.where(on, advantages.to(logprobs.dtype), 0.0)  # (B, T); a NaN in padding stays out
-
-    log_ratio = torch.where(on, logprobs - old_logprobs, 0.0).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    on, lp, old, adv = masked_policy_inputs(logprobs, old_logprobs, advantages, mask)
+    log_ratio = (lp - old).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = log_ratio.exp()
     pg_unclipped = -adv * ratio
     pg_clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)

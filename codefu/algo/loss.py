@@ -14,12 +14,16 @@ import torch
 from torch import Tensor
 
 from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
+from codefu.algo.policy_losses import cispo_loss, gspo_loss
+
+#: The policy-gradient losses `trainer.policy_loss` chooses from (docs/algo.md).
+POLICY_LOSSES = ("ppo", "gspo", "cispo")
 
 
 @dataclass(frozen=True)
 class LossSettings:
     """The loss knobs (the trainer's `clip_low`, `clip_high`, `dual_clip`, `loss_agg`, `kl_coef`, `kl_kind`,
-    `entropy_coef`, `norm_length`)."""
+    `entropy_coef`, `norm_length`, `policy_loss`)."""
 
     clip_low: float = 0.2
     clip_high: float = 0.2
@@ -29,6 +33,7 @@ class LossSettings:
     kl_kind: str = "k3"
     entropy_coef: float = 0.0
     norm_length: int | None = None  # Dr. GRPO's constant L; None: the padded batch length
+    policy_loss: str = "ppo"  # one of POLICY_LOSSES
 
     @property
     def aggregation(self) -> str:
@@ -74,10 +79,18 @@ def rl_loss(
     if settings.loss_agg == "seq-mean-token-mean":
         mask = mask / row_tokens.clamp(min=1).to(mask.dtype).unsqueeze(-1)
     agg = settings.aggregation
-    pg, metrics = policy_loss(
-        logprobs, old_logprobs, advantages, mask, settings.clip_low, settings.clip_high, settings.dual_clip,
-        agg=agg, normalizer=normalizer,
-    )
+    clips = (settings.clip_low, settings.clip_high)
+    if settings.policy_loss == "ppo":
+        dual = settings.dual_clip
+        pg, metrics = policy_loss(
+            logprobs, old_logprobs, advantages, mask, *clips, dual, agg=agg, normalizer=normalizer
+        )
+    elif settings.policy_loss == "gspo":
+        pg, metrics = gspo_loss(logprobs, old_logprobs, advantages, mask, *clips, agg, normalizer)
+    elif settings.policy_loss == "cispo":
+        pg, metrics = cispo_loss(logprobs, old_logprobs, advantages, mask, *clips, agg, normalizer)
+    else:
+        raise ValueError(f"unknown policy loss {settings.policy_loss!r}; choose one of {POLICY_LOSSES}")
     zero = torch.zeros((), dtype=pg.dtype, device=pg.device)
     ent = aggregate_loss(entropy, mask, agg, normalizer) if entropy is not None else zero
     loss = pg - settings.entropy_coef * ent if settings.entropy_coef else pg

@@ -18,38 +18,13 @@ import math
 import torch
 from torch import Tensor
 
-from codefu.algo.grpo import LOG_RATIO_CLAMP, aggregate_loss, masked_mean
+from codefu.algo.grpo import LOG_RATIO_CLAMP, aggregate_loss, masked_mean, masked_policy_inputs
 
 
 def _check_clips(clip_low: float, clip_high: float) -> None:
     for name, c in (("clip_low", clip_low), ("clip_high", clip_high)):
         if not (c >= 0.0 and math.isfinite(c)):  # also rejects NaN
             raise ValueError(f"{name} must be a finite number >= 0, got {c}")
-
-
-def _masked_inputs(
-    logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor, mask: Tensor
-) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Validate the shapes; return (on, logprobs, old_logprobs, advantages (B, T)) with every masked entry
-    replaced by 0 BEFORE any arithmetic, so that a NaN there reaches neither the loss nor the gradient."""
-    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
-        raise ValueError(
-            f"logprobs, old_logprobs and mask must be (B, T), got "
-            f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
-        )
-    if advantages.dim() == 1:
-        advantages = advantages.unsqueeze(-1)
-    if advantages.dim() != 2 or advantages.shape[0] != logprobs.shape[0] or advantages.shape[1] not in (
-        1,
-        logprobs.shape[1],
-    ):
-        raise ValueError(f"advantages must be (B,) or (B, T) with B, T = {tuple(logprobs.shape)}, "
-                         f"got {tuple(advantages.shape)}")
-    on = mask != 0
-    lp = torch.where(on, logprobs, 0.0)
-    old = torch.where(on, old_logprobs.detach().to(logprobs.dtype), 0.0)
-    adv = torch.where(on, advantages.detach().to(logprobs.dtype), 0.0)
-    return on, lp, old, adv
 
 
 def _ratio_metrics(
@@ -77,6 +52,7 @@ def gspo_loss(
     clip_low: float,
     clip_high: float,
     agg: str = "token-mean",
+    normalizer: float | Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """GSPO (Zheng et al. 2025, arXiv:2507.18071): PPO's clipped surrogate on a sequence-level ratio.
 
@@ -101,6 +77,7 @@ def gspo_loss(
         mask: (B, T) bool or 0/1 float.
         clip_low, clip_high: s is clipped to [1 - clip_low, 1 + clip_high]; both >= 0.
         agg: an `aggregate_loss` mode.
+        normalizer: the whole mini-batch's denominator (`aggregate_loss`), or None for this batch's own.
 
     Returns:
         (loss, metrics): loss 0-dim with gradient to `logprobs`; metrics as `policy_loss`'s, token-weighted:
@@ -109,7 +86,7 @@ def gspo_loss(
         the per-token ratios, "valid_tokens".
     """
     _check_clips(clip_low, clip_high)
-    on, lp, old, adv = _masked_inputs(logprobs, old_logprobs, advantages, mask)
+    on, lp, old, adv = masked_policy_inputs(logprobs, old_logprobs, advantages, mask)
     token_lr = (lp - old).detach()  # 0 where masked
     n_tok = on.sum(-1)
     seq_lr = (token_lr.double().sum(-1) / n_tok.clamp(min=1)).to(lp.dtype)  # (B,), summed in float64
@@ -118,7 +95,7 @@ def gspo_loss(
     s = log_s.exp()
     pg_unclipped = -adv * s
     pg_clipped = -adv * s.clamp(1.0 - clip_low, 1.0 + clip_high)
-    loss = aggregate_loss(torch.maximum(pg_unclipped, pg_clipped), mask, agg)
+    loss = aggregate_loss(torch.maximum(pg_unclipped, pg_clipped), mask, agg, normalizer)
     return loss, _ratio_metrics(token_lr, s, pg_clipped > pg_unclipped, on)
 
 
@@ -130,6 +107,7 @@ def cispo_loss(
     clip_low: float,
     clip_high: float,
     agg: str = "token-mean",
+    normalizer: float | Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """CISPO (MiniMax-M1, arXiv:2506.13585): REINFORCE with a clipped, stop-gradient importance weight.
 
@@ -149,6 +127,7 @@ def cispo_loss(
         mask: (B, T) bool or 0/1 float.
         clip_low, clip_high: the weight is clipped to [1 - clip_low, 1 + clip_high]; both >= 0.
         agg: an `aggregate_loss` mode.
+        normalizer: the whole mini-batch's denominator (`aggregate_loss`), or None for this batch's own.
 
     Returns:
         (loss, metrics): loss 0-dim with gradient to `logprobs`; metrics as `policy_loss`'s: "clip_frac"
@@ -156,9 +135,9 @@ def cispo_loss(
         "ratio_mean"/"ratio_max" of the unclipped r_t, "approx_kl"/"approx_kl_k1", "valid_tokens".
     """
     _check_clips(clip_low, clip_high)
-    on, lp, old, adv = _masked_inputs(logprobs, old_logprobs, advantages, mask)
+    on, lp, old, adv = masked_policy_inputs(logprobs, old_logprobs, advantages, mask)
     token_lr = (lp - old).detach().clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
     ratio = token_lr.exp()
     weight = ratio.clamp(1.0 - clip_low, 1.0 + clip_high)  # detached: a constant per token
-    loss = aggregate_loss(-weight * adv * lp, mask, agg)
+    loss = aggregate_loss(-weight * adv * lp, mask, agg, normalizer)
     return loss, _ratio_metrics(token_lr, ratio, weight != ratio, on)

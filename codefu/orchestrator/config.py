@@ -53,9 +53,17 @@ class RolloutConfig(EngineSettings):
 
 @dataclass
 class AlgoConfig:
+    estimator: Literal["grpo", "rloo", "reinforce_pp"] = "grpo"
+    """Advantages from the samples' rewards: grpo (normalised within the prompt's group), rloo (minus the
+    mean of the group's other samples), reinforce_pp (REINFORCE++: whitened over the batch's tokens).
+    docs/algo.md."""
     norm_by_std: bool = True
     """GRPO: (r - mean) / (std + eps); False: r - mean (Dr. GRPO)."""
     adv_eps: float = 1e-6
+    overlong_buffer: int = 0
+    """DAPO's soft overlong punishment: a response longer than rollout.max_new_tokens - overlong_buffer
+    tokens loses up to overlong_penalty of reward, linearly over the buffer; 0: off."""
+    overlong_penalty: float = 1.0
     dynamic_sampling: bool = False
     """Drop groups whose samples all pass or all fail (no signal) and sample more prompts instead."""
     max_sampling_rounds: int = 3
@@ -123,6 +131,8 @@ def check_run_config(cfg: RunConfig) -> None:
         ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),
         ("rollout.batch_size", r.batch_size >= 1, ">= 1"),
         ("algo.max_sampling_rounds", cfg.algo.max_sampling_rounds >= 1, ">= 1"),
+        ("algo.overlong_buffer", 0 <= cfg.algo.overlong_buffer <= r.max_new_tokens, "in [0, max_new_tokens]"),
+        ("algo.overlong_penalty", cfg.algo.overlong_penalty >= 0, ">= 0"),
         ("loop.steps", lp.steps >= 1, ">= 1"),
         ("loop.val_every", lp.val_every >= 0, ">= 0 (0: never)"),
         ("loop.val_n", lp.val_n >= 1, ">= 1"),

@@ -17,7 +17,8 @@ import ray
 import torch
 from tqdm import tqdm
 
-from codefu.algo.grpo import group_advantages
+from codefu.algo.estimators import sequence_advantages
+from codefu.algo.shaping import overlong_penalty
 from codefu.data.difficulty import PassRateRecord
 from codefu.data.loader import ProblemLoader
 from codefu.errors import CodefuError
@@ -153,12 +154,19 @@ def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, ti
 
 
 def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer) -> dict[str, float]:
+    a = cfg.algo
     rewards = torch.tensor([s.reward if s.reward is not None else 0.0 for s in sampled.scores])
     valid = torch.tensor([s.reward is not None for s in sampled.scores])
     groups = torch.tensor(sampled.groups)
-    advantages = group_advantages(rewards, groups, cfg.algo.norm_by_std, cfg.algo.adv_eps, valid)
+    lengths = torch.tensor([len(c.token_ids) for c in sampled.completions])
+    metrics: dict[str, float] = {}
+    if a.overlong_buffer:
+        penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, a.overlong_buffer, a.overlong_penalty)
+        rewards = rewards + torch.where(valid, penalty, 0.0)
+        metrics["reward/overlong_penalty"] = float(penalty[valid].mean()) if valid.any() else 0.0
+    advantages = sequence_advantages(a.estimator, rewards, groups, valid, lengths, a.norm_by_std, a.adv_eps)
     batch = completions_to_batch(sampled.completions, advantages, valid)
-    metrics: dict[str, float] = {"policy/advantage_abs_mean": float(advantages.abs().mean())}
+    metrics["policy/advantage_abs_mean"] = float(advantages.abs().mean())
     with timer.phase("train"):
         batch_ref = ray.put(batch)
         if cfg.algo.recompute_logprobs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codefu.algo.grpo import AGG_MODES, KL_KINDS
+from codefu.algo.loss import POLICY_LOSSES
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCHEDULES = ("constant", "cosine")
@@ -87,9 +88,14 @@ class TrainerConfig:
     all ranks)."""
     norm_length: int = 0
     """The constant length L of "seq-mean-token-sum-norm" (Dr. GRPO); 0 = the batch's padded length."""
+    policy_loss: str = "ppo"
+    """The policy-gradient loss: ppo (the clipped surrogate), gspo (a sequence-level ratio, clipped per
+    sequence: use tiny clips such as 3e-4 / 4e-4), cispo (clipped, stop-gradient importance weights: every
+    token keeps its gradient). docs/algo.md."""
     clip_low: float = 0.2
     clip_high: float = 0.2
     dual_clip: float | None = None
+    """PPO's dual clip (policy_loss ppo only): a bound > 1 on the loss of negative-advantage tokens."""
     kl_coef: float = 0.0
     """Weight of the KL penalty to the reference policy; 0 skips it (no reference log-probs needed)."""
     kl_kind: str = "k3"
@@ -117,6 +123,10 @@ class TrainerConfig:
             (self.schedule != "cosine" or self.total_steps > 0, "schedule='cosine' needs total_steps > 0"),
             (self.temperature > 0, "temperature must be > 0"),
             (self.dual_clip is None or self.dual_clip > 1.0, "dual_clip must be > 1 or None"),
+            (self.policy_loss in POLICY_LOSSES, f"policy_loss must be one of {POLICY_LOSSES}"),
+            (self.dual_clip is None or self.policy_loss == "ppo", "dual_clip is for policy_loss='ppo' only"),
+            # a GSPO ratio averages over the whole sequence; a sequence-parallel rank holds a window of it
+            (self.policy_loss != "gspo" or self.sp_degree == 1, "policy_loss='gspo' needs sp_degree 1"),
         ]
         for ok, message in checks:
             if not ok:

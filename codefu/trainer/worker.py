@@ -105,6 +105,7 @@ class TrainerWorker:
             cfg.kl_kind,
             cfg.entropy_coef,
             cfg.norm_length,
+            cfg.policy_loss,
         )
 
     # ------------------------------------------------------------------------------------------------

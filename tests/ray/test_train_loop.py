@@ -23,10 +23,23 @@ from codefu.trainer.checkpoint import latest_checkpoint
 from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
 
-def toy_run(tmp_path: Path, name: str, steps: int = 10, recompute: bool = True, keep_state: bool = True):
+def toy_run(
+    tmp_path: Path,
+    name: str,
+    steps: int = 10,
+    recompute: bool = True,
+    keep_state: bool = True,
+    algo: dict | None = None,
+    trainer: dict | None = None,
+):
     run_dir = tmp_path / name
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps, recompute=recompute)
-    cfg = replace(cfg, loop=replace(cfg.loop, keep_final_state=keep_state))
+    cfg = replace(
+        cfg,
+        loop=replace(cfg.loop, keep_final_state=keep_state),
+        algo=replace(cfg.algo, **(algo or {})),
+        trainer=replace(cfg.trainer, **(trainer or {})),
+    )
     loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, steps + 1))
@@ -55,11 +68,33 @@ def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypat
     without_recompute = toy_run(tmp_path, "rollout-logprobs", recompute=False, keep_state=False)
     assert sum(without_recompute[-3:]) / 3 > sum(without_recompute[:3]) / 3 + 0.15, without_recompute
 
-    real = loop.group_advantages
-    monkeypatch.setattr(loop, "group_advantages", lambda *a, **k: -real(*a, **k))
+    real = loop.sequence_advantages
+    monkeypatch.setattr(loop, "sequence_advantages", lambda *a, **k: -real(*a, **k))
     flipped = toy_run(tmp_path, "flipped")
     assert sum(flipped[-3:]) / 3 <= sum(flipped[:3]) / 3 + 0.02, flipped
     assert torch.tensor(flipped[-3:]).mean() < torch.tensor(rewards[-3:]).mean()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "algo,trainer",
+    [
+        ({"estimator": "rloo"}, {}),
+        ({"estimator": "reinforce_pp"}, {}),
+        ({}, {"policy_loss": "gspo"}),
+        ({}, {"policy_loss": "cispo"}),
+    ],
+    ids=["rloo", "reinforce_pp", "gspo", "cispo"],
+)
+def test_each_estimator_and_loss_learns_and_its_flipped_sign_does_not(
+    local_ray, tmp_path, monkeypatch, algo, trainer
+):
+    rewards = toy_run(tmp_path, "right", keep_state=False, algo=algo, trainer=trainer)
+    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.15, rewards
+    real = loop.sequence_advantages
+    monkeypatch.setattr(loop, "sequence_advantages", lambda *a, **k: -real(*a, **k))
+    flipped = toy_run(tmp_path, "flipped", keep_state=False, algo=algo, trainer=trainer)
+    assert sum(flipped[-3:]) / 3 <= sum(flipped[:3]) / 3 + 0.02, flipped
 
 
 @pytest.mark.slow

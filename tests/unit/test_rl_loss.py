@@ -71,3 +71,32 @@ def test_split_into_rows_and_token_windows_adds_up_to_the_whole(agg):
                               entropy=ent[rows], ref_logprobs=ref[rows])
             parts += float(loss)
     assert parts == pytest.approx(float(whole), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gspo", "cispo"])
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_policy_loss_choice_runs_that_loss_over_the_whole_mini_batch(name, agg):
+    from codefu.algo import cispo_loss, gspo_loss
+
+    lp, old, _, _ = inputs(2)
+    s = LossSettings(loss_agg=agg, policy_loss=name)
+    n = loss_normalizer(MASK, s)
+    loss, parts = rl_loss(lp, old, ADV, MASK, MASK.sum(-1), n, s)
+    direct = {"gspo": gspo_loss, "cispo": cispo_loss}[name]
+    # seq-mean-token-mean is the per-row mean of the token losses, averaged over the non-empty rows
+    expected, metrics = direct(lp, old, ADV, MASK, 0.2, 0.2, agg)
+    assert float(loss) == pytest.approx(float(expected), rel=1e-12)
+    assert parts["clip_frac"] == pytest.approx(metrics["clip_frac"])
+    # and, like PPO's, it adds up over row cuts when each part gets the whole mini-batch's normaliser
+    halves = sum(
+        float(rl_loss(lp[r], old[r], ADV[r], MASK[r], MASK[r].sum(-1), n, s)[0]) for r in ([0], [1, 2])
+    )
+    assert halves == pytest.approx(float(loss), rel=1e-12)
+    ppo, _ = rl_loss(lp, old, ADV, MASK, MASK.sum(-1), n, LossSettings(loss_agg=agg))
+    assert float(ppo) != pytest.approx(float(loss))  # a different loss was run
+
+
+def test_unknown_policy_loss_is_refused():
+    lp, old, _, _ = inputs()
+    with pytest.raises(ValueError, match="unknown policy loss 'trpo'"):
+        rl_loss(lp, old, ADV, MASK, MASK.sum(-1), 7.0, LossSettings(policy_loss="trpo"))

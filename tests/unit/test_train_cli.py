@@ -70,6 +70,8 @@ def test_bad_override_and_existing_run_dir(tmp_path):
         ("rollout.top_p=0", "rollout.top_p"),
         ("data.max_prompt_tokens=0", "data.max_prompt_tokens"),
         ("loop.save_every=-1", "loop.save_every"),
+        ("algo.overlong_buffer=100000", "algo.overlong_buffer"),  # more than rollout.max_new_tokens
+        ("algo.overlong_penalty=-1", "algo.overlong_penalty"),
     ],
 )
 def test_out_of_range_values_are_refused_naming_the_key(override, key):
@@ -94,3 +96,20 @@ def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
     assert "2 of 5 training problems" in caplog.text
     with pytest.raises(CodefuError, match="data.max_prompt_tokens=99: no validation problem"):
         fit_prompts(problems, encode, 99, "validation")
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (["algo.estimator=ppo"], "algo.estimator"),
+        (["trainer.policy_loss=trpo"], "defaults: trainer.policy_loss must be one of"),
+        (["trainer.policy_loss=cispo", "trainer.dual_clip=3"], "trainer.dual_clip is for policy_loss='ppo' only"),
+        (["trainer.policy_loss=gspo", "trainer.sp_degree=2"], "trainer.policy_loss='gspo' needs sp_degree 1"),
+        (["trainer.dual_clip=0.5"], "defaults: trainer.dual_clip must be > 1 or None"),
+    ],
+)
+def test_algorithm_choices_are_checked_when_the_config_loads(overrides, message):
+    from codefu.config import load_config
+
+    with pytest.raises(CodefuError, match=re.escape(message)):
+        load_config(RunConfig, None, overrides)
