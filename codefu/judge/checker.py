@@ -9,6 +9,9 @@ token pair, where `expected` decides the kind:
   token checker `wcmp` compares the strings, and a reward should not teach sloppy formatting);
 - a real-number expected token accepts any real within absolute or relative error `float_tol`
   (1e-6 by default): testlib's `doubleCompare`, as used by its `rcmp6` checker;
+- `nan`, `inf`, `-inf` (any case; `infinity`, a sign on `nan`) accept the same non-finite value written
+  any of those ways, as a contest judge's default validator does (testlib reads them as doubles: any NaN
+  equals NaN, infinities compare by sign), so `nan` against a reference `NaN` is right;
 - `yes`/`no` (any case) compare case-insensitively, as Codeforces accepts for yes/no problems;
 - anything else must match exactly.
 
@@ -26,6 +29,7 @@ _INT = re.compile(r"[+-]?\d+")
 # unambiguous, so a hostile million-digit token fails in linear time
 _REAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _YES_NO = {"yes", "no"}
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 
 def double_equal(expected: float, actual: float, tol: float) -> bool:
@@ -52,6 +56,8 @@ def tokens_match(expected: str, actual: str, float_tol: float = 1e-6) -> bool:
             return double_equal(float(expected), float(actual), float_tol)
         except OverflowError:
             return False
+    if _NON_FINITE.fullmatch(expected):
+        return bool(_NON_FINITE.fullmatch(actual)) and double_equal(float(expected), float(actual), float_tol)
     if expected.lower() in _YES_NO:
         return expected.lower() == actual.lower()
     return False

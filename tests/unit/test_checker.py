@@ -35,6 +35,21 @@ def test_reals_use_testlib_absolute_or_relative_error():
     assert tokens_match("2.5", "2.5001", float_tol=1e-3)
 
 
+def test_nan_and_inf_in_any_spelling_match_the_same_value():
+    for expected, accepted in [
+        ("NaN", ["nan", "NAN", "-nan", "+NaN"]),
+        ("nan", ["NaN"]),
+        ("inf", ["INF", "+inf", "Infinity"]),
+        ("-inf", ["-INF", "-Infinity"]),
+    ]:
+        for actual in accepted:
+            assert tokens_match(expected, actual), (expected, actual)
+    assert not tokens_match("inf", "-inf") and not tokens_match("-Inf", "inf")
+    assert not tokens_match("nan", "inf") and not tokens_match("nan", "0") and not tokens_match("inf", "1e309")
+    assert not tokens_match("1.5", "nan") and not tokens_match("NaN", "nano")
+    assert outputs_match("0.5 NaN\n-inf\n", "0.5000001 nan -INF")
+
+
 def test_yes_no_case_folded_other_words_exact():
     assert tokens_match("YES", "yes") and tokens_match("No", "NO")
     assert not tokens_match("YES", "NO")
