@@ -16,8 +16,10 @@ from torch import Tensor
 from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
 from codefu.algo.policy_losses import cispo_loss, gspo_loss
 
+#: The losses besides PPO's (which adds a dual clip), all called alike.
+_OTHER_LOSSES = {"gspo": gspo_loss, "cispo": cispo_loss}
 #: The policy-gradient losses `trainer.policy_loss` chooses from (docs/algo.md).
-POLICY_LOSSES = ("ppo", "gspo", "cispo")
+POLICY_LOSSES = ("ppo", *_OTHER_LOSSES)
 
 
 @dataclass(frozen=True)
@@ -85,10 +87,9 @@ def rl_loss(
         pg, metrics = policy_loss(
             logprobs, old_logprobs, advantages, mask, *clips, dual, agg=agg, normalizer=normalizer
         )
-    elif settings.policy_loss == "gspo":
-        pg, metrics = gspo_loss(logprobs, old_logprobs, advantages, mask, *clips, agg, normalizer)
-    elif settings.policy_loss == "cispo":
-        pg, metrics = cispo_loss(logprobs, old_logprobs, advantages, mask, *clips, agg, normalizer)
+    elif settings.policy_loss in _OTHER_LOSSES:
+        loss_fn = _OTHER_LOSSES[settings.policy_loss]
+        pg, metrics = loss_fn(logprobs, old_logprobs, advantages, mask, *clips, agg, normalizer)
     else:
         raise ValueError(f"unknown policy loss {settings.policy_loss!r}; choose one of {POLICY_LOSSES}")
     zero = torch.zeros((), dtype=pg.dtype, device=pg.device)

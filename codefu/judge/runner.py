@@ -57,9 +57,9 @@ SOURCE = Path(__file__).with_name("runner.c")
 RUNNER_PATH = "/codefu-runner"  # where the binary appears inside the sandbox
 START_TIMEOUT_S = 30.0  # bwrap plus the runner's first message; seconds under load, not minutes
 GRACE_S = 2.0  # past the wall limit, a runner that has not answered is considered hung
-log = logging.getLogger(__name__)
 CLOSE_TIMEOUT_S = 5.0
 
+log = logging.getLogger(__name__)
 _build_lock = threading.Lock()
 
 

@@ -54,7 +54,7 @@ def start_run_log(run_dir: Path, verbose: bool = False, console: TextIO | None =
     to_file = logging.FileHandler(path, encoding="utf-8")
     to_file.setFormatter(logging.Formatter(FILE_FORMAT))
     to_console = logging.StreamHandler(console or sys.stderr)
-    to_console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    to_console.setFormatter(logging.Formatter(WORKER_FORMAT))  # the actors' lines look the same
     to_console.addFilter(ConsoleFilter(verbose))
     for h in (to_file, to_console):
         h.codefu_run_log = True  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -96,17 +97,8 @@ class TrainerWorker:
                 fused=True,
             )
             self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg))
-        self.loss_settings = LossSettings(
-            cfg.clip_low,
-            cfg.clip_high,
-            cfg.dual_clip,
-            cfg.loss_agg,
-            cfg.kl_coef,
-            cfg.kl_kind,
-            cfg.entropy_coef,
-            cfg.norm_length,
-            cfg.policy_loss,
-        )
+        # the loss knobs are trainer keys of the same names
+        self.loss_settings = LossSettings(**{f.name: getattr(cfg, f.name) for f in fields(LossSettings)})
 
     # ------------------------------------------------------------------------------------------------
     # the split of a batch into ranks and micro-batches (pure, identical on every rank)
