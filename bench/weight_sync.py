@@ -59,7 +59,7 @@ def main() -> None:
 
     ray.init(num_gpus=1, include_dashboard=False, log_to_driver=True)
     tcfg = TrainerConfig(model=str(tmp / "trainer"), device="cuda", dtype="bfloat16", seed=0)
-    (trainer,) = make_trainer_ranks(tcfg, 1, frozen=True, num_gpus=0.5)
+    (trainer,) = make_trainer_ranks(tcfg, 1, kind="reference", num_gpus=0.5)
 
     def engine_actor(path: Path, fraction: float):
         # the fraction counts everything in use on the GPU (the trainer, other engines): see EngineConfig

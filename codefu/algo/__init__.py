@@ -17,8 +17,8 @@ from codefu.algo.grpo import (
 )
 from codefu.algo.loss import POLICY_LOSSES, LossSettings, loss_normalizer, rl_loss
 from codefu.algo.policy_losses import cispo_loss, gspo_loss
-from codefu.algo.shaping import overlong_penalty
-from codefu.algo.value_loss import value_loss
+from codefu.algo.shaping import outcome_token_rewards, overlong_penalty
+from codefu.algo.value_loss import explained_variance, value_loss
 
 __all__ = [
     "AGG_MODES",
@@ -30,6 +30,7 @@ __all__ = [
     "aggregate_loss",
     "cispo_loss",
     "entropy_from_logits",
+    "explained_variance",
     "gae",
     "group_advantages",
     "gspo_loss",
@@ -37,6 +38,7 @@ __all__ = [
     "loss_normalizer",
     "masked_entropy_mean",
     "masked_mean",
+    "outcome_token_rewards",
     "overlong_penalty",
     "policy_loss",
     "reinforce_pp_advantages",

@@ -1,6 +1,6 @@
-"""Reward shaping terms: pure functions that return a term to add to a sample's reward.
+"""Reward shaping: terms to add to a sample's reward, and the per-token rewards a critic learns from.
 
-Formulas and sources are in docs/algo.md, "Overlong penalty".
+Formulas and sources are in docs/algo.md, "Overlong penalty" and "PPO with a critic".
 """
 
 from __future__ import annotations
@@ -60,3 +60,40 @@ def overlong_penalty(lengths: Tensor, max_len: int, cache_len: int, factor: floa
     ramp = (free - length) / max(cache_len, 1) * factor  # only used where free < L <= max_len: cache_len > 0
     out = torch.where(length <= free, 0.0, torch.where(length <= max_len, ramp, -factor))
     return out.to(out_dtype)
+
+
+def outcome_token_rewards(
+    rewards: Tensor, mask: Tensor, kl: Tensor | None = None, kl_coef: float = 0.0
+) -> Tensor:
+    """Per-token rewards of outcome-scored samples, for GAE: each row's reward on its last valid token,
+    minus `kl_coef * kl` on every valid token when a KL penalty goes into the reward (verl's
+    `apply_kl_penalty`: token_level_rewards = token_level_scores - beta * kl).
+
+    Args:
+        rewards: (B,) one reward per sample.
+        mask: (B, T) bool or 0/1 float, the response tokens (may start after a prompt); a row without a
+            valid token gets no reward anywhere.
+        kl: (B, T) per-token KL estimate (e.g. `kl_penalty(old_logprobs, ref_logprobs, "k1")`) or None.
+        kl_coef: its weight, finite and >= 0; 0 ignores `kl`.
+
+    Returns:
+        (B, T) float32 rewards, 0 at masked positions (even where `kl` is NaN there).
+    """
+    if rewards.dim() != 1 or mask.dim() != 2 or mask.shape[0] != rewards.shape[0]:
+        raise ValueError(
+            f"rewards must be (B,) and mask (B, T), got {tuple(rewards.shape)}, {tuple(mask.shape)}"
+        )
+    if not (kl_coef >= 0.0 and math.isfinite(kl_coef)):
+        raise ValueError(f"kl_coef must be a finite number >= 0, got {kl_coef!r}")
+    on = mask != 0
+    B, T = on.shape
+    cols = torch.arange(T).expand(B, T)
+    last = torch.where(on, cols, -1).max(-1).values  # -1: no valid token
+    out = torch.zeros(B, T, dtype=torch.float32)
+    rows = (last >= 0).nonzero().flatten()
+    out[rows, last[rows]] = rewards[rows].float()
+    if kl_coef > 0:
+        if kl is None or kl.shape != mask.shape:
+            raise ValueError("kl_coef > 0 needs kl, shaped like mask")
+        out = out - kl_coef * torch.where(on, kl.float(), 0.0)
+    return torch.where(on, out, 0.0)

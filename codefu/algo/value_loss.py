@@ -22,6 +22,7 @@ def value_loss(
     mask: Tensor,
     clip: float | None,
     agg: str = "token-mean",
+    normalizer: float | Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """PPO's clipped value loss (as verl's `compute_value_loss`, from TRL / OpenAI baselines).
 
@@ -39,6 +40,8 @@ def value_loss(
         mask: (B, T) bool or 0/1 float.
         clip: c >= 0, how far a prediction may move from `old_values` before clipping; None: unclipped.
         agg: an `aggregate_loss` mode.
+        normalizer: `aggregate_loss`'s: the whole mini-batch's denominator, for micro-batches that must add
+            up to the mini-batch's loss (the trainer's gradient accumulation); None: this batch's own.
 
     Returns:
         (loss, metrics): loss 0-dim with gradient to `values`; metrics, means over the valid tokens:
@@ -64,8 +67,29 @@ def value_loss(
         err_clipped = (torch.clamp(v, v_old - clip, v_old + clip) - ret).square()
         per_token = torch.maximum(err, err_clipped)
         clipped = err_clipped > err
-    loss = 0.5 * aggregate_loss(per_token, mask, agg)
+    loss = 0.5 * aggregate_loss(per_token, mask, agg, normalizer)
     with torch.no_grad():
         stats = [masked_mean(s.detach().to(torch.float32), on).float() for s in (clipped, v)]
         vals = torch.stack([*stats, on.sum().float()]).tolist()
     return loss, dict(zip(["vf_clip_frac", "vpred_mean", "valid_tokens"], vals, strict=True))
+
+
+def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
+    """1 - Var(R - V) / Var(R) over the valid tokens (verl's `vf_explained_var`): 1 when the critic
+    predicts every return, 0 when it predicts no better than the returns' mean, negative when worse. NaN
+    when the returns do not vary (or fewer than two tokens are valid). Population variances, float64."""
+    if not values.shape == returns.shape == mask.shape:
+        raise ValueError(
+            f"values, returns and mask must have one shape, got {tuple(values.shape)}, "
+            f"{tuple(returns.shape)}, {tuple(mask.shape)}"
+        )
+    on = mask != 0
+    n = int(on.sum())
+    if n < 2:
+        return float("nan")
+    ret = returns.detach().double()[on]
+    err = ret - values.detach().double()[on]
+    var_ret = float(ret.var(unbiased=False))
+    if var_ret == 0.0:
+        return float("nan")
+    return 1.0 - float(err.var(unbiased=False)) / var_ret

@@ -67,14 +67,13 @@ def run(args: argparse.Namespace) -> int:
 
     import ray
 
-    from codefu.orchestrator.layout import make_layout
     from codefu.orchestrator.loop import train
-    from codefu.orchestrator.roles import JudgeScorer
+    from codefu.orchestrator.roles import JudgeScorer, run_layout
 
     train_problems, val_problems = load_splits(cfg)
     tokenizer = load_tokenizer(cfg)
     if not ray.is_initialized():
-        layout = make_layout(cfg.resources, kl_enabled=cfg.trainer.kl_coef > 0)
+        layout = run_layout(cfg)
         # phases take turns on a single machine: logical CPUs may exceed the cores
         # Ray starts workers at nice 15 (background work); here they are the job, and at 15 anything
         # else on the laptop starves generation and training (a local cluster only: env of the raylet)

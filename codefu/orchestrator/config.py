@@ -5,7 +5,7 @@ codefu train --config configs/cpu.yaml rollout.n=4 trainer.kl_coef=0
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import ClassVar, Literal
 
@@ -53,10 +53,19 @@ class RolloutConfig(EngineSettings):
 
 @dataclass
 class AlgoConfig:
-    estimator: Literal["grpo", "rloo", "reinforce_pp"] = "grpo"
+    estimator: Literal["grpo", "rloo", "reinforce_pp", "ppo"] = "grpo"
     """Advantages from the samples' rewards: grpo (normalised within the prompt's group), rloo (minus the
-    mean of the group's other samples), reinforce_pp (REINFORCE++: whitened over the batch's tokens).
-    docs/algo.md."""
+    mean of the group's other samples), reinforce_pp (REINFORCE++: whitened over the batch's tokens), ppo
+    (GAE with a critic trained beside the policy: the `critic` section). docs/algo.md."""
+    gamma: float = 1.0
+    """ppo: GAE's discount per token (verl's default 1.0: the outcome reward reaches every token whole)."""
+    lam: float = 1.0
+    """ppo: GAE's lambda (1.0: Monte-Carlo returns minus the critic's baseline; lower trusts the critic
+    more: less variance, more bias)."""
+    kl_reward_coef: float = 0.0
+    """ppo: a KL penalty in the reward instead of the loss: every response token's reward loses
+    kl_reward_coef * (log pi_old - log pi_ref) (verl's use_kl_in_reward, "kl" estimator); needs the
+    reference policy, which this turns on. 0: off."""
     norm_by_std: bool = True
     """GRPO: (r - mean) / (std + eps); False: r - mean (Dr. GRPO)."""
     adv_eps: float = 1e-6
@@ -72,6 +81,38 @@ class AlgoConfig:
     recompute_logprobs: bool = True
     """The trainer recomputes the sampled tokens' log-probs as the PPO "old" policy (and reports the
     rollout-vs-trainer mismatch); False trusts the rollout's own (one forward pass less per step)."""
+
+
+@dataclass
+class CriticConfig:
+    """PPO's critic (algo.estimator: ppo): a value model trained beside the policy, on the same batches.
+    Every trainer setting not named here (dtype, micro-batches, mini-batches, epochs, grad clip, schedule,
+    checkpoints kept) is the trainer's."""
+
+    model: str | None = None
+    """The value model's starting weights (an HF directory or .gguf, as trainer.model); None: the policy's.
+    Its lm_head is dropped and a scalar value head, initialised to zero, put in its place."""
+    lr: float = 1e-5
+    """The critic's learning rate (verl's default): critics take larger steps than policies."""
+    value_clip: float | None = 0.5
+    """PPO's value clipping: a prediction may move at most this far from its value at sampling time before
+    its error stops giving gradient (verl's cliprange_value); null: unclipped."""
+    pretrain_steps: int = 0
+    """Loop steps at the start in which only the critic trains and the policy waits (verl's critic_warmup),
+    so the first policy updates use a critic that has seen some returns."""
+
+    def trainer_config(self, trainer: TrainerConfig) -> TrainerConfig:
+        """The critic's workers' config: the trainer's, with the critic's model and learning rate."""
+        own_model = self.model is not None
+        return replace(
+            trainer,
+            model=self.model if own_model else trainer.model,
+            gguf_file=None if own_model else trainer.gguf_file,
+            tokenizer=None if own_model else trainer.tokenizer,
+            lr=self.lr,
+            kl_coef=0.0,
+            entropy_coef=0.0,
+        )
 
 
 @dataclass
@@ -98,6 +139,7 @@ class RunConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    critic: CriticConfig = field(default_factory=CriticConfig)
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     resources: ResourcesConfig = field(default_factory=ResourcesConfig)
     loop: LoopConfig = field(default_factory=LoopConfig)
@@ -118,7 +160,7 @@ class RunConfig:
 
 def check_run_config(cfg: RunConfig) -> None:
     """A CodefuError naming the first key whose value is out of range (the loader checks only types)."""
-    d, r, lp = cfg.data, cfg.rollout, cfg.loop
+    d, r, lp, a, c = cfg.data, cfg.rollout, cfg.loop, cfg.algo, cfg.critic
     rules = [
         ("data.prompts_per_step", d.prompts_per_step >= 1, ">= 1"),
         ("data.val_fraction", 0 <= d.val_fraction < 1, "in [0, 1)"),
@@ -130,9 +172,17 @@ def check_run_config(cfg: RunConfig) -> None:
         ("rollout.top_k", r.top_k >= 0, ">= 0 (0: off)"),
         ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),
         ("rollout.batch_size", r.batch_size >= 1, ">= 1"),
-        ("algo.max_sampling_rounds", cfg.algo.max_sampling_rounds >= 1, ">= 1"),
-        ("algo.overlong_buffer", 0 <= cfg.algo.overlong_buffer <= r.max_new_tokens, "in [0, max_new_tokens]"),
-        ("algo.overlong_penalty", cfg.algo.overlong_penalty >= 0, ">= 0"),
+        ("algo.max_sampling_rounds", a.max_sampling_rounds >= 1, ">= 1"),
+        ("algo.overlong_buffer", 0 <= a.overlong_buffer <= r.max_new_tokens, "in [0, max_new_tokens]"),
+        ("algo.overlong_penalty", a.overlong_penalty >= 0, ">= 0"),
+        ("algo.gamma", 0 <= a.gamma <= 1, "in [0, 1]"),
+        ("algo.lam", 0 <= a.lam <= 1, "in [0, 1]"),
+        ("algo.kl_reward_coef", a.kl_reward_coef >= 0, ">= 0 (0: off)"),
+        # a per-token KL reward needs per-token advantages: only GAE takes them
+        ("algo.kl_reward_coef", a.kl_reward_coef == 0 or a.estimator == "ppo", "0 unless estimator is ppo"),
+        ("critic.lr", c.lr > 0, "> 0"),
+        ("critic.value_clip", c.value_clip is None or c.value_clip >= 0, ">= 0 or null"),
+        ("critic.pretrain_steps", c.pretrain_steps >= 0, ">= 0"),
         ("loop.steps", lp.steps >= 1, ">= 1"),
         ("loop.val_every", lp.val_every >= 0, ">= 0 (0: never)"),
         ("loop.val_n", lp.val_n >= 1, ">= 1"),

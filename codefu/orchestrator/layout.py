@@ -7,14 +7,16 @@ actor goes in which bundle.
     layout.slots_of("trainer")   # Slot(role, index, bundle, cpus, gpus) per actor
 
 Roles: `trainer` (FSDP ranks), `reference` (a frozen policy with as many ranks, only when the KL term is on),
-`rollout` (inference engines) and `judge` (sandboxes on CPUs; spread by its own pool, not in the placement
-group).
+`critic` (PPO's value model with as many ranks, only with a critic), `rollout` (inference engines) and
+`judge` (sandboxes on CPUs; spread by its own pool, not in the placement group).
 
 - colocated (hybrid engine, `colocate: true`, verl's default): one bundle per trainer rank holding the rank,
   its reference rank and rollout worker j = rank j, sharing the rank's GPU (memory is swapped between
   phases); the colocated actors take a sliver of the GPU so that Ray hands them the same device.
 - split (`colocate: false`): a bundle per trainer rank (the rank and its reference rank) and a bundle per
   rollout worker with `gpus_per_rollout_worker` GPUs of its own.
+- the critic's rank i sits beside trainer rank i (`critic_colocate: true`, verl's default) or, split, in a
+  bundle of its own with `gpus_per_rank` GPUs (after every other bundle).
 
 A bundle always sits on one node; the group is PACKed (as few nodes as possible). On CPU the same code path
 runs with CPU-only bundles.
@@ -48,6 +50,9 @@ class ResourcesConfig:
     cpus_per_rollout_worker: float = 1.0
     colocate: bool = True
     """Rollout and reference share the trainers' GPUs (hybrid engine); False: rollout on separate GPUs."""
+    critic_colocate: bool = True
+    """PPO's critic (algo.estimator: ppo) shares the trainers' GPUs, rank i beside trainer rank i; False: its
+    ranks get GPUs of their own (gpus_per_rank each)."""
     judge_cpus: float = 1.0
     """CPUs the judge needs at least (it uses every CPU it is given; more is better)."""
     judge_instance_group: str | None = None
@@ -134,17 +139,19 @@ def _check(res: ResourcesConfig, sp_degree: int) -> None:
         )
 
 
-def make_layout(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1) -> Layout:
+def make_layout(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1, critic: bool = False) -> Layout:
     """Bundles and slots for every actor role (pure). Bundle i < trainer_ranks holds trainer rank i (and
-    reference rank i); colocated rollout worker j sits in bundle j, other rollout workers get bundles after
-    the trainers'. On CPU (gpus_per_rank 0) rollout workers beyond the ranks get bundles of their own."""
+    reference rank i, and with `critic_colocate` critic rank i); colocated rollout worker j sits in bundle
+    j, other rollout workers get bundles after the trainers', then split critic ranks theirs. On CPU
+    (gpus_per_rank 0) rollout workers beyond the ranks get bundles of their own."""
     _check(res, sp_degree)
     n = res.trainer_ranks
     has_gpu = res.gpus_per_rank > 0
     in_rank_bundle = min(res.rollout_workers, n) if res.colocate else 0
     # actors beside each rank on its GPU: its reference rank, and its rollout worker when colocated; each
     # asks for a sliver so that Ray hands it the bundle's GPU (on CPU, none)
-    beside = (1 if kl_enabled else 0) + (1 if in_rank_bundle else 0)
+    critic_beside = critic and res.critic_colocate
+    beside = (1 if kl_enabled else 0) + (1 if in_rank_bundle else 0) + (1 if critic_beside else 0)
     side_gpus = SLIVER if has_gpu else 0.0
     trainer_gpus = res.gpus_per_rank - SLIVER * beside if has_gpu else 0.0
     if has_gpu and beside and not (trainer_gpus > 0 and res.gpus_per_rank <= 1):
@@ -160,6 +167,9 @@ def make_layout(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1) -> L
         if kl_enabled:
             slots.append(Slot("reference", i, i, res.cpus_per_rank, side_gpus))
             cpus += res.cpus_per_rank
+        if critic_beside:
+            slots.append(Slot("critic", i, i, res.cpus_per_rank, side_gpus))
+            cpus += res.cpus_per_rank
         if i < in_rank_bundle:
             slots.append(Slot("rollout", i, i, res.cpus_per_rollout_worker, side_gpus))
             cpus += res.cpus_per_rollout_worker
@@ -168,9 +178,16 @@ def make_layout(res: ResourcesConfig, kl_enabled: bool, sp_degree: int = 1) -> L
     for j in range(in_rank_bundle, res.rollout_workers):
         slots.append(Slot("rollout", j, len(bundles), res.cpus_per_rollout_worker, own_gpus))
         bundles.append(Bundle(res.cpus_per_rollout_worker, own_gpus))
+    if critic and not critic_beside:
+        for i in range(n):
+            slots.append(Slot("critic", i, len(bundles), res.cpus_per_rank, res.gpus_per_rank))
+            bundles.append(Bundle(res.cpus_per_rank, res.gpus_per_rank))
     roles = [RoleNeed("trainer", n, res.cpus_per_rank, trainer_gpus)]
     if kl_enabled:
         roles.append(RoleNeed("reference", n, res.cpus_per_rank, side_gpus))
+    if critic:
+        critic_gpus = side_gpus if critic_beside else res.gpus_per_rank
+        roles.append(RoleNeed("critic", n, res.cpus_per_rank, critic_gpus))
     rollout_gpus = [s.gpus for s in slots if s.role == "rollout"]
     roles.append(RoleNeed("rollout", res.rollout_workers, res.cpus_per_rollout_worker, max(rollout_gpus)))
     roles.append(RoleNeed("judge", 1, res.judge_cpus, 0.0))

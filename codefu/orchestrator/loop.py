@@ -17,8 +17,11 @@ import ray
 import torch
 from tqdm import tqdm
 
+from codefu.algo.advantages import gae
 from codefu.algo.estimators import sequence_advantages
-from codefu.algo.shaping import overlong_penalty
+from codefu.algo.grpo import kl_penalty, masked_mean
+from codefu.algo.shaping import outcome_token_rewards, overlong_penalty
+from codefu.algo.value_loss import explained_variance
 from codefu.data.difficulty import PassRateRecord
 from codefu.data.loader import ProblemLoader
 from codefu.errors import CodefuError
@@ -28,12 +31,13 @@ from codefu.observability.passk import passk_metrics_with_ci
 from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
-from codefu.orchestrator.config import RunConfig
+from codefu.orchestrator.config import AlgoConfig, RunConfig
 from codefu.orchestrator.evaluation import sample_and_score
 from codefu.orchestrator.roles import Roles, Score, Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
 from codefu.rollout.types import Completion, SamplingParams
+from codefu.trainer.batch import Batch
 from codefu.trainer.checkpoint import EXPORT_MARKER, latest_checkpoint
 from codefu.types import Problem
 
@@ -99,7 +103,7 @@ def train(
             loader.record(pass_counts(sampled.all_problems, sampled.all_scores))
             metrics = step_metrics(sampled) | loader.difficulty_metrics()
             if sampled.completions:
-                metrics |= update_step(cfg, roles, sampled, timer)
+                metrics |= update_step(cfg, roles, sampled, timer, step)
             metrics |= timer.metrics()
             last = step + 1 == end
             if cfg.loop.val_every and ((step + 1) % cfg.loop.val_every == 0 or last) and val_problems:
@@ -153,7 +157,9 @@ def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, ti
     return out
 
 
-def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer) -> dict[str, float]:
+def update_step(
+    cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer, step: int
+) -> dict[str, float]:
     a = cfg.algo
     rewards = torch.tensor([s.reward if s.reward is not None else 0.0 for s in sampled.scores])
     valid = torch.tensor([s.reward is not None for s in sampled.scores])
@@ -164,9 +170,15 @@ def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer
         penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, a.overlong_buffer, a.overlong_penalty)
         rewards = rewards + torch.where(valid, penalty, 0.0)
         metrics["reward/overlong_penalty"] = float(penalty[valid].mean()) if valid.any() else 0.0
-    advantages = sequence_advantages(a.estimator, rewards, groups, valid, lengths, a.norm_by_std, a.adv_eps)
+    with_critic = a.estimator == "ppo"
+    if with_critic:  # per-token advantages come from the critic's values below
+        advantages = torch.zeros(len(rewards))
+    else:
+        advantages = sequence_advantages(
+            a.estimator, rewards, groups, valid, lengths, a.norm_by_std, a.adv_eps
+        )
+        metrics["policy/advantage_abs_mean"] = float(advantages.abs().mean())
     batch = completions_to_batch(sampled.completions, advantages, valid)
-    metrics["policy/advantage_abs_mean"] = float(advantages.abs().mean())
     with timer.phase("train"):
         batch_ref = ray.put(batch)
         if cfg.algo.recompute_logprobs:
@@ -175,9 +187,41 @@ def update_step(cfg: RunConfig, roles: Roles, sampled: Sampled, timer: StepTimer
             batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
         if roles.reference is not None:
             batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
-        metrics |= roles.update(batch)
+    if with_critic:
+        with timer.phase("critic"):
+            metrics |= gae_targets(a, batch, rewards, roles.values(batch_ref))
+            batch_ref = ray.put(batch)  # one object for both updates
+            metrics |= roles.update_critic(batch_ref)
+        if step < cfg.critic.pretrain_steps:
+            return metrics  # the policy waits for the critic: no update, nothing to sync
+    with timer.phase("train"):
+        metrics |= roles.update(batch_ref if with_critic else batch)
     with timer.phase("sync"):
         roles.sync_weights()
+    return metrics
+
+
+def gae_targets(a: AlgoConfig, batch: Batch, rewards: torch.Tensor, values: torch.Tensor) -> dict[str, float]:
+    """PPO's targets from the critic's `values` (B, T): GAE advantages per token, the critic's returns,
+    and its values at sampling time, set on `batch`; the outcome reward sits on each response's last
+    token, and with algo.kl_reward_coef every token pays its KL to the reference. Returns metrics."""
+    mask = batch.response_mask
+    kl = None
+    if a.kl_reward_coef > 0:
+        assert batch.ref_logprobs is not None and batch.old_logprobs is not None
+        kl = kl_penalty(batch.old_logprobs, batch.ref_logprobs, "k1")
+    token_rewards = outcome_token_rewards(rewards, mask, kl, a.kl_reward_coef)
+    advantages, returns = gae(token_rewards, values, mask, a.gamma, a.lam)
+    batch.advantages, batch.old_values, batch.returns = advantages.float(), values.float(), returns.float()
+    on = mask != 0
+    metrics = {
+        "critic/values_mean": float(masked_mean(values, on)),
+        "critic/returns_mean": float(masked_mean(returns, on)),
+        "critic/vf_explained_var": explained_variance(values, returns, mask),
+        "policy/advantage_abs_mean": float(masked_mean(advantages.abs(), on)),
+    }
+    if kl is not None:
+        metrics["reward/kl_in_reward"] = float(masked_mean(kl, on))
     return metrics
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import ray
 from tqdm import tqdm
 
+from codefu.errors import CodefuError
 from codefu.judge.judge import Judge
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward
@@ -127,13 +129,36 @@ class RolloutWorkers:
         ray.get([a.release_memory.remote() for a in self.actors])
 
 
-def _trainer_ranks(tcfg: Any, layout: Layout, pg: Any, role: str, options: dict[str, Any]) -> list[Any]:
-    """The ranks of `role` ("trainer" or "reference"), rank r in its bundle, rendezvous on rank 0's node."""
+def needs_reference(cfg: RunConfig) -> bool:
+    """A frozen reference policy runs when a KL term (in the loss or in the reward) is on."""
+    return cfg.trainer.kl_coef > 0 or cfg.algo.kl_reward_coef > 0
+
+
+def run_layout(cfg: RunConfig) -> Layout:
+    """The layout of the run's roles: the reference only with a KL term, the critic only with PPO."""
+    return make_layout(
+        cfg.resources,
+        kl_enabled=needs_reference(cfg),
+        sp_degree=cfg.trainer.sp_degree,
+        critic=cfg.algo.estimator == "ppo",
+    )
+
+
+#: the trainer kind (codefu.trainer.actor.KINDS) of each layout role
+_KIND_OF_ROLE = {"trainer": "policy", "reference": "reference", "critic": "critic"}
+
+
+def _trainer_ranks(
+    tcfg: Any, layout: Layout, pg: Any, role: str, options: dict[str, Any], value_clip: float | None = None
+) -> list[Any]:
+    """The ranks of `role` ("trainer", "reference" or "critic"), rank r in its bundle, rendezvous on rank
+    0's node."""
     slots = layout.slots_of(role)
     return make_trainer_ranks(
         tcfg,
         len(slots),
-        frozen=role == "reference",
+        kind=_KIND_OF_ROLE[role],
+        value_clip=value_clip,
         num_gpus=slots[0].gpus,
         num_cpus=slots[0].cpus,
         per_rank=[in_bundle(pg, s.bundle) for s in slots],
@@ -143,11 +168,11 @@ def _trainer_ranks(tcfg: Any, layout: Layout, pg: Any, role: str, options: dict[
 
 
 class Roles:
-    """Trainer ranks, the reference policy (only with a KL term, as many ranks), the rollout workers."""
+    """Trainer ranks, the reference policy (only with a KL term, as many ranks), PPO's critic (only with
+    `algo.estimator: ppo`, as many ranks), the rollout workers."""
 
     def __init__(self, cfg: RunConfig):
-        kl = cfg.trainer.kl_coef > 0
-        layout = make_layout(cfg.resources, kl_enabled=kl, sp_degree=cfg.trainer.sp_degree)
+        layout = run_layout(cfg)
         check_layout(layout, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         self.pg = reserve(layout)
         # On CPU the phases take turns, so each role may use every core while it runs.
@@ -156,7 +181,12 @@ class Roles:
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
         self.colocated = cfg.resources.colocate and layout.gpus > 0
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
+        kl = needs_reference(cfg)
         self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
+        self.critic = None
+        if layout.need("critic"):
+            critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
+            self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", options, clip)
         engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
         self.rollout = RolloutWorkers(
             [
@@ -178,9 +208,18 @@ class Roles:
         assert group is not None
         return ray.get([a.compute_logprobs.remote(batch_ref) for a in group])[0]
 
-    def update(self, batch: Batch) -> dict[str, float]:
-        ref = ray.put(batch)
+    def values(self, batch_ref: Any) -> Any:
+        assert self.critic is not None
+        return ray.get([a.compute_values.remote(batch_ref) for a in self.critic])[0]
+
+    def update(self, batch: Batch | Any) -> dict[str, float]:
+        """One policy update on `batch` (a Batch, or an ObjectRef of one to share it with the critic)."""
+        ref = batch if isinstance(batch, ray.ObjectRef) else ray.put(batch)
         return ray.get([a.update.remote(ref) for a in self.trainer])[0]
+
+    def update_critic(self, batch_ref: Any) -> dict[str, float]:
+        assert self.critic is not None
+        return ray.get([a.update.remote(batch_ref) for a in self.critic])[0]
 
     def sync_weights(self) -> None:
         if self.colocated:
@@ -196,18 +235,38 @@ class Roles:
         self.rollout.load_weights(refs[0])
 
     def save(self, root: str, step: int, extra_state: dict[str, Any]) -> str:
+        """Checkpoint `root/step_N` (the policy) and `root/critic/step_N`. The critic's is written first:
+        the policy's checkpoint is what a resume looks for, so when it exists the critic's does too."""
+        if self.critic is not None:
+            ray.get([a.save.remote(critic_root(root), None, step) for a in self.critic])
         return ray.get([a.save.remote(root, extra_state, step) for a in self.trainer])[0]
 
     def load(self, path: str) -> dict[str, Any]:
+        """Resume from the policy's checkpoint `path` (root/step_N) and, with a critic, root/critic/step_N."""
+        if self.critic is not None:
+            critic_path = Path(critic_root(str(Path(path).parent))) / Path(path).name
+            if not critic_path.is_dir():
+                raise CodefuError(
+                    f"{path} has no critic checkpoint ({critic_path} is missing): it was written by a run "
+                    f"without a critic; resume it with its own algo.estimator, or start a new run"
+                )
+            ray.get([a.load.remote(str(critic_path)) for a in self.critic])
         return ray.get([a.load.remote(path) for a in self.trainer])[0]
 
     def export_hf(self, path: str) -> str:
         return ray.get([a.export_hf.remote(path) for a in self.trainer])[0]
 
     def drop_checkpoints(self, root: str) -> None:
+        if self.critic is not None:
+            ray.get([a.drop_checkpoints.remote(critic_root(root)) for a in self.critic])
         ray.get([a.drop_checkpoints.remote(root) for a in self.trainer])
 
     def close(self) -> None:
-        for a in [*self.trainer, *(self.reference or []), *self.rollout.actors]:
+        for a in [*self.trainer, *(self.reference or []), *(self.critic or []), *self.rollout.actors]:
             ray.kill(a)
         release(self.pg)
+
+
+def critic_root(root: str) -> str:
+    """Where the critic's checkpoints go beside the policy's under `root`."""
+    return str(Path(root) / "critic")

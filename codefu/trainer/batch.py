@@ -27,6 +27,8 @@ class Batch:
     old_logprobs: Tensor | None = None  # (B, T) fp32, log-probs of the sampling policy (needed by update)
     ref_logprobs: Tensor | None = None  # (B, T) fp32, reference policy log-probs (only when kl_coef > 0)
     advantages: Tensor | None = None  # (B,) per sequence or (B, T) per token, fp32 (needed by update)
+    old_values: Tensor | None = None  # (B, T) fp32, the critic's values when sampled (aligned as log-probs)
+    returns: Tensor | None = None  # (B, T) fp32, the critic's targets (GAE's returns)
 
     def __post_init__(self) -> None:
         B, T = self.input_ids.shape

@@ -140,7 +140,52 @@ class PolicyModel(nn.Module):
         return F.pad(torch.cat(lps, 1), pad), F.pad(torch.cat(ents, 1), pad)
 
 
-def shard_model(model: PolicyModel, cfg: TrainerConfig, device: torch.device) -> PolicyModel:
+class ValueModel(nn.Module):
+    """The critic: the policy's decoder with a scalar head in place of the lm_head -> per-token values.
+
+    `self.lm` is the transformers model with its output embeddings replaced by nothing (a 152k x 1.5k
+    lm_head is 15% of a 1.5B model, and a critic never uses it); `self.head` maps the final hidden state
+    to V. The head starts at zero, so the first values are 0 and GAE starts from the reward-to-go.
+    """
+
+    def __init__(self, lm: nn.Module, shard: SeqShard | None = None):
+        super().__init__()
+        head_of_lm = lm.get_output_embeddings()
+        for name, child in list(lm.named_children()):
+            if child is head_of_lm:
+                setattr(lm, name, nn.Identity())
+        self.lm = lm
+        hidden = lm.config.get_text_config().hidden_size
+        dtype = next(lm.parameters()).dtype
+        self.head = nn.Linear(hidden, 1, dtype=dtype)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+        self.shard = shard or SeqShard()
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor, response_mask: Tensor, with_entropy: bool = False
+    ) -> tuple[Tensor, Tensor]:
+        """Like `PolicyModel.forward`, with values in place of log-probs: fp32 (b, e - s), column j holding
+        V(input_ids[:, :s+j+1]), the value of the state in which batch column s+1+j was sampled (aligned as
+        log-probs, cut batch tensors with `token_window(x, s + 1, e + 1)`). The second output is zeros (a
+        critic has no entropy); `response_mask` is unused (every position is cheap: no lm_head)."""
+        b, T = input_ids.shape
+        start, end = self.shard.bounds(T)
+        kwargs: dict[str, Any] = {}
+        if self.shard.size > 1:
+            if not bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
+                raise ValueError("sequence parallelism needs right-padded rows (attention_mask: 1s, then 0s)")
+            kwargs["position_ids"] = torch.arange(start, end, device=input_ids.device)[None].expand(b, -1)
+        elif not bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
+            kwargs["attention_mask"] = attention_mask
+        hidden = self.lm.get_decoder()(
+            input_ids=token_window(input_ids, start, end), use_cache=False, **kwargs
+        ).last_hidden_state
+        values = self.head(hidden).sum(-1, dtype=torch.float32)  # (b, c, 1) -> (b, c); not a view (FSDP)
+        return values, torch.zeros_like(values)
+
+
+def shard_model(model: nn.Module, cfg: TrainerConfig, device: torch.device) -> nn.Module:
     """FSDP2: `fully_shard` each decoder layer, then the root (embeddings, final norm, lm_head).
 
     Parameters are stored sharded in `cfg.master_dtype`, gathered in the compute dtype, and gradients are
@@ -166,9 +211,10 @@ def prepare_model(
     device: torch.device,
     frozen: bool = False,
     shard: SeqShard | None = None,
-) -> PolicyModel:
-    """Wrap, switch to Ulysses attention (sequence parallelism), enable gradient checkpointing (trainable
-    models only), and shard."""
+    value_head: bool = False,
+) -> PolicyModel | ValueModel:
+    """Wrap (a `PolicyModel`, or with `value_head` the critic's `ValueModel`), switch to Ulysses attention
+    (sequence parallelism), enable gradient checkpointing (trainable models only), and shard."""
     lm.config.use_cache = False
     if shard is not None:
         enable_sequence_parallel(lm, decoder_layers(lm), shard)
@@ -184,5 +230,6 @@ def prepare_model(
                 layer.gradient_checkpointing = False
     if frozen:
         lm.requires_grad_(False)
-    model = PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature, shard)
-    return shard_model(model, cfg, device)
+    if value_head:
+        return shard_model(ValueModel(lm, shard), cfg, device)
+    return shard_model(PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature, shard), cfg, device)

@@ -57,12 +57,20 @@ def lr_lambda(cfg: TrainerConfig):
 class TrainerWorker:
     """One rank. Verbs: compute_logprobs, update, state_dict_for_sync, save, load, export_hf.
 
+    The critic (critic.py) is a subclass with another model and loss: the hooks are `VALUE_HEAD`,
+    `_check_update_batch`, `_micro_loss` and `_mini_batch_metrics`.
+
     Args:
         cfg: the trainer config (same on every rank).
         frozen: a reference policy: no optimizer, no gradient checkpointing, only `compute_logprobs`.
         model: an already built transformers causal LM (e.g. random init for benchmarks) instead of
             loading `cfg.model`; tokenizer goes with it.
     """
+
+    #: the model is the critic's `ValueModel` (values) instead of the `PolicyModel` (log-probs)
+    VALUE_HEAD = False
+    #: the group of the optimizer's metrics (grad_norm, lr, skipped)
+    OPTIM_METRICS = "optim"
 
     def __init__(
         self, cfg: TrainerConfig, frozen: bool = False, model: nn.Module | None = None, tokenizer: Any = None
@@ -79,7 +87,9 @@ class TrainerWorker:
             model, tokenizer = load_policy(cfg)
         self.tokenizer = tokenizer
         self.hf_config = model.config
-        self.model = prepare_model(model, cfg, self.device, frozen=frozen, shard=self.shard)
+        self.model = prepare_model(
+            model, cfg, self.device, frozen=frozen, shard=self.shard, value_head=self.VALUE_HEAD
+        )
         self.step = 0  # optimizer steps taken
         self._shared: PackedWeights | None = None  # weights lent to a colocated engine (share_weights)
         self.optimizer: torch.optim.Optimizer | None = None
@@ -117,8 +127,9 @@ class TrainerWorker:
         return mine, max(1, max(len(p) for p in packed))
 
     def _forward(self, mb: Batch, with_entropy: bool) -> tuple[Tensor, Tensor, tuple[int, int]]:
-        """(log-probs, entropy) of this rank's token slice of `mb`, and the batch columns [lo, hi) they are
-        (PolicyModel.forward): cut batch tensors with `token_window(x, lo, hi)`."""
+        """(log-probs, entropy) of this rank's token slice of `mb` (values, zeros for the critic), and the
+        batch columns [lo, hi) they are (PolicyModel.forward): cut batch tensors with `token_window(x, lo,
+        hi)`."""
         lp, ent = self.model(mb.input_ids, mb.attention_mask.long(), mb.response_mask, with_entropy)
         start, end = self.shard.bounds(mb.input_ids.shape[1])
         return lp, ent, (start + 1, end + 1)
@@ -126,10 +137,15 @@ class TrainerWorker:
     # ------------------------------------------------------------------------------------------------
     # verbs
 
-    @torch.no_grad()
     def compute_logprobs(self, batch: Batch) -> Tensor:
         """(B, T) fp32 log-probs of `batch.input_ids` under this model, aligned like `Batch.old_logprobs`;
         0 outside `response_mask`. Every rank computes its rows; the result is all-reduced to every rank."""
+        return self._per_token(batch)
+
+    @torch.no_grad()
+    def _per_token(self, batch: Batch) -> Tensor:
+        """(B, T) fp32 of the model's first output (log-probs; the critic's values), 0 outside
+        `response_mask`; all-reduced to every rank."""
         self.model.eval()
         B, T = batch.input_ids.shape
         # room past T for the padding of the last sp rank's slice (cut off at the end)
@@ -154,10 +170,7 @@ class TrainerWorker:
         """
         if self.optimizer is None:
             raise RuntimeError("update() on a frozen (reference) worker")
-        if batch.old_logprobs is None or batch.advantages is None:
-            raise ValueError("update() needs batch.old_logprobs and batch.advantages")
-        if self.cfg.kl_coef > 0 and batch.ref_logprobs is None:
-            raise ValueError("kl_coef > 0 needs batch.ref_logprobs (from the reference worker)")
+        self._check_update_batch(batch)
         t0 = time.perf_counter()
         self.model.train()
         B = len(batch)
@@ -177,11 +190,17 @@ class TrainerWorker:
                         totals[k] += v
                 n_steps += 1
         metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
-        metrics["optim/steps"] = float(self.step)
+        metrics[f"{self.OPTIM_METRICS}/steps"] = float(self.step)
         metrics["timing/update_s"] = time.perf_counter() - t0
         if self.device.type == "cuda":
             torch.cuda.empty_cache()  # cached activations back: a colocated engine's KV cache is next
         return metrics
+
+    def _check_update_batch(self, batch: Batch) -> None:
+        if batch.old_logprobs is None or batch.advantages is None:
+            raise ValueError("update() needs batch.old_logprobs and batch.advantages")
+        if self.cfg.kl_coef > 0 and batch.ref_logprobs is None:
+            raise ValueError("kl_coef > 0 needs batch.ref_logprobs (from the reference worker)")
 
     def _order(self, n: int, epoch: int) -> list[int]:
         """One epoch's batch order, seeded by (seed, step, epoch): all ranks and a resumed run agree."""
@@ -192,70 +211,80 @@ class TrainerWorker:
 
     def _train_mini_batch(self, batch: Batch, rows: list[int], lengths: list[int]) -> dict[str, float]:
         """Forward/backward every micro-batch of this rank's share of `rows`, then one optimizer step."""
-        cfg = self.cfg
         normalizer = loss_normalizer(batch.response_mask[rows], self.loss_settings)
         mine, n_micro = self._my_micro_batches(rows, lengths)
-        # summed over micro-batches and ranks: [pg, kl, entropy, total, valid tokens, *token-weighted metrics]
-        acc = torch.zeros(5 + len(_TOKEN_MEAN_METRICS), dtype=torch.float64)
-        ratio_max = torch.zeros((), dtype=torch.float64)
+        summed: dict[str, float] = defaultdict(float)  # over micro-batches here, then over ranks
+        maxed: dict[str, float] = defaultdict(float)
         for i in range(n_micro):
             mb = (
                 batch.select(mine[i], self.device)
                 if i < len(mine)
                 else batch.select(rows[:1], self.device).zero_weight()
             )
-            lp, ent, (lo, hi) = self._forward(mb, with_entropy=True)
-            adv = mb.advantages if mb.advantages.dim() == 1 else token_window(mb.advantages, lo, hi)
-            ref = token_window(mb.ref_logprobs, lo, hi).to(lp) if cfg.kl_coef > 0 else None
-            loss, m = rl_loss(
-                lp,
-                token_window(mb.old_logprobs, lo, hi).to(lp),
-                adv.to(lp),
-                token_window(mb.response_mask, lo, hi).to(lp.dtype),
-                mb.response_mask.sum(-1),
-                normalizer,
-                self.loss_settings,
-                entropy=ent,
-                ref_logprobs=ref,
-            )
-            pg, kl, ent_loss = m["pg"], m["kl"], m["entropy"]
+            loss, sums, maxima = self._micro_loss(mb, normalizer)
             # FSDP averages gradients over all ranks; the normalizer already divides by the global count, and
             # each rank's loss covers only its rows and (with sp) its token slice: the ranks' losses add up to
             # the mini-batch loss, so the summed gradient is the 1-rank gradient
             (loss * self.world_size).backward()
-            n_tok = m["valid_tokens"]
-            acc += torch.tensor(
-                [float(x.detach()) for x in (pg, kl, ent_loss, loss)]
-                + [n_tok]
-                + [m[k] * n_tok for k in _TOKEN_MEAN_METRICS],
-                dtype=torch.float64,
-            )
-            ratio_max = torch.maximum(
-                ratio_max, torch.tensor(m["ratio_max"] if n_tok else 0.0, dtype=torch.float64)
-            )
+            for k, v in sums.items():
+                summed[k] += v
+            for k, v in maxima.items():
+                maxed[k] = max(maxed[k], v)
         grad_norm = self._clip_gradients()
         if math.isfinite(grad_norm):
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         self.step += 1
-        acc, ratio_max = all_reduce(acc), all_reduce(ratio_max, "max")
-        tokens = max(float(acc[4]), 1.0)
+        # every rank ran n_micro micro-batches, so every rank has the same keys in the same order
+        total = all_reduce(torch.tensor(list(summed.values()), dtype=torch.float64)).tolist()
+        top = all_reduce(torch.tensor(list(maxed.values()) or [0.0], dtype=torch.float64), "max").tolist()
+        g = self.OPTIM_METRICS
         out = {
-            "loss/pg": float(acc[0]),
-            "loss/kl": float(acc[1]),
-            "loss/total": float(acc[3]),
-            "policy/entropy": float(acc[2]),
-            "policy/ratio_max": float(ratio_max),
-            "optim/grad_norm": grad_norm,
-            "optim/grad_norm_max": grad_norm,
-            "optim/lr": self.scheduler.get_last_lr()[0],
-            "optim/skipped": float(not math.isfinite(grad_norm)),
-            "perf/tokens": float(batch.attention_mask[rows].sum()),
-            "perf/response_tokens": float(acc[4]),
+            f"{g}/grad_norm": grad_norm,
+            f"{g}/grad_norm_max": grad_norm,
+            f"{g}/lr": self.scheduler.get_last_lr()[0],
+            f"{g}/skipped": float(not math.isfinite(grad_norm)),
         }
-        out |= {f"policy/{k}": float(acc[5 + j]) / tokens for j, k in enumerate(_TOKEN_MEAN_METRICS)}
-        return out
+        reduced = dict(zip(summed, total, strict=True)) | dict(zip(maxed, top[: len(maxed)], strict=True))
+        return out | self._mini_batch_metrics(reduced, batch, rows)
+
+    def _micro_loss(self, mb: Batch, normalizer: float) -> tuple[Tensor, dict[str, float], dict[str, float]]:
+        """One micro-batch's loss (this rank's token slice) and its metrics: (loss, sums, maxima), the sums
+        added and the maxima maxed over the mini-batch's micro-batches and ranks."""
+        cfg = self.cfg
+        lp, ent, (lo, hi) = self._forward(mb, with_entropy=True)
+        adv = mb.advantages if mb.advantages.dim() == 1 else token_window(mb.advantages, lo, hi)
+        ref = token_window(mb.ref_logprobs, lo, hi).to(lp) if cfg.kl_coef > 0 else None
+        loss, m = rl_loss(
+            lp,
+            token_window(mb.old_logprobs, lo, hi).to(lp),
+            adv.to(lp),
+            token_window(mb.response_mask, lo, hi).to(lp.dtype),
+            mb.response_mask.sum(-1),
+            normalizer,
+            self.loss_settings,
+            entropy=ent,
+            ref_logprobs=ref,
+        )
+        n_tok = m["valid_tokens"]
+        sums = {
+            "loss/pg": float(m["pg"]),
+            "loss/kl": float(m["kl"]),
+            "loss/total": float(loss.detach()),
+            "policy/entropy": float(m["entropy"]),
+            "perf/response_tokens": n_tok,
+        } | {f"policy/{k}": m[k] * n_tok for k in _TOKEN_MEAN_METRICS}
+        return loss, sums, {"policy/ratio_max": m["ratio_max"] if n_tok else 0.0}
+
+    def _mini_batch_metrics(
+        self, totals: dict[str, float], batch: Batch, rows: list[int]
+    ) -> dict[str, float]:
+        """The mini-batch's metrics from the summed (and maxed) `_micro_loss` metrics."""
+        tokens = max(totals["perf/response_tokens"], 1.0)
+        for k in _TOKEN_MEAN_METRICS:
+            totals[f"policy/{k}"] /= tokens
+        return totals | {"perf/tokens": float(batch.attention_mask[rows].sum())}
 
     def _clip_gradients(self) -> float:
         """Global L2 norm of the gradients over all ranks (each FSDP shard counted once); scale them down to

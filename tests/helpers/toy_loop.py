@@ -44,7 +44,8 @@ def toy_config(
         rollout=RolloutConfig(n=8, max_new_tokens=8, batch_size=32),
         algo=AlgoConfig(recompute_logprobs=recompute),
         trainer=TrainerConfig(model=str(model_dir), lr=3e-2, gradient_checkpointing=False, weight_decay=0.0),
-        resources=ResourcesConfig(judge_cpus=0),
+        # half a CPU per rank: the policy, a reference or critic beside it, and the engine fit 2 CPUs
+        resources=ResourcesConfig(judge_cpus=0, cpus_per_rank=0.5),
         loop=LoopConfig(steps=steps, val_every=0, save_every=save_every),
     )
 

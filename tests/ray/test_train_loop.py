@@ -31,6 +31,7 @@ def toy_run(
     keep_state: bool = True,
     algo: dict | None = None,
     trainer: dict | None = None,
+    critic: dict | None = None,
 ):
     run_dir = tmp_path / name
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps, recompute=recompute)
@@ -39,6 +40,7 @@ def toy_run(
         loop=replace(cfg.loop, keep_final_state=keep_state),
         algo=replace(cfg.algo, **(algo or {})),
         trainer=replace(cfg.trainer, **(trainer or {})),
+        critic=replace(cfg.critic, **(critic or {})),
     )
     loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
@@ -95,6 +97,57 @@ def test_each_estimator_and_loss_learns_and_its_flipped_sign_does_not(
     monkeypatch.setattr(loop, "sequence_advantages", lambda *a, **k: -real(*a, **k))
     flipped = toy_run(tmp_path, "flipped", keep_state=False, algo=algo, trainer=trainer)
     assert sum(flipped[-3:]) / 3 <= sum(flipped[:3]) / 3 + 0.02, flipped
+
+
+@pytest.mark.slow
+def test_ppo_with_a_critic_learns_and_its_flipped_sign_does_not(local_ray, tmp_path, monkeypatch):
+    ppo = dict(algo={"estimator": "ppo"}, critic={"lr": 1e-2})
+    rewards = toy_run(tmp_path, "right", keep_state=False, **ppo)
+    assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.15, rewards
+    rows = read_metrics(tmp_path / "right" / "metrics.jsonl")
+    assert [r["critic/steps"] for r in rows] == list(range(1, 11))  # one critic mini-batch per step
+    assert all("critic/vf_loss" in r and "timing/critic_s" in r for r in rows)
+    # the critic learns the returns: its values move from 0 (the zero head) towards the rising reward
+    assert rows[0]["critic/values_mean"] == 0.0 and rows[-1]["critic/values_mean"] > 0.1
+    real = loop.gae
+
+    def flipped_gae(*args, **kwargs):
+        advantages, returns = real(*args, **kwargs)
+        return -advantages, returns  # the critic still learns the true returns
+
+    monkeypatch.setattr(loop, "gae", flipped_gae)
+    flipped = toy_run(tmp_path, "flipped", keep_state=False, **ppo)
+    assert sum(flipped[-3:]) / 3 <= sum(flipped[:3]) / 3 + 0.02, flipped
+
+
+@pytest.mark.slow
+def test_ppo_resumes_the_critic_and_waits_for_its_pretraining(local_ray, tmp_path):
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps=4, save_every=2)
+    cfg = replace(cfg, algo=replace(cfg.algo, estimator="ppo"), critic=replace(cfg.critic, pretrain_steps=1))
+    run_dir = tmp_path / "run"
+
+    def run(max_steps=None):
+        loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=max_steps,
+                   sinks=[JsonlSink(run_dir)])
+
+    run(max_steps=2)
+    assert (run_dir / "checkpoints" / "critic" / "step_00000002").is_dir()
+    run()  # resumes at step 2: the policy's and the critic's optimizers both continue
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3, 4]
+    assert [r["critic/steps"] for r in rows] == [1, 2, 3, 4]
+    assert "optim/steps" not in rows[0]  # step 1: the critic's pretraining, the policy waits
+    assert [r["optim/steps"] for r in rows[1:]] == [1, 2, 3]
+    # a run without a critic cannot resume from it silently, nor the other way round
+    grpo = replace(cfg, algo=replace(cfg.algo, estimator="grpo"), loop=replace(cfg.loop, steps=6))
+    loop.train(grpo, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=1,
+               sinks=[JsonlSink(run_dir)])  # the critic's state is simply not used
+    other = tmp_path / "grpo"
+    g = replace(cfg, algo=replace(cfg.algo, estimator="grpo"))
+    loop.train(g, other, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=2, sinks=[JsonlSink(other)])
+    with pytest.raises(CodefuError, match="has no critic checkpoint"):
+        loop.train(cfg, other, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(other)])
+    assert len(read_metrics(other / "metrics.jsonl")) == 2  # nothing lost
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ def test_trainer_actor_round_trip(local_ray, tmp_path):
     model_dir = save_tiny_model(tmp_path / "model")
     cfg = TrainerConfig(model=str(model_dir), lr=1e-3, device="cpu")
     (policy,) = make_trainer_ranks(cfg, world_size=1)
-    (reference,) = make_trainer_ranks(cfg, world_size=1, frozen=True)
+    (reference,) = make_trainer_ranks(cfg, world_size=1, kind="reference")
     batch = random_batch(4, 10, vocab_size=128, prompt_len=3, seed=0)
     batch.old_logprobs = ray.get(policy.compute_logprobs.remote(batch))
     batch.ref_logprobs = ray.get(reference.compute_logprobs.remote(batch))

@@ -692,3 +692,48 @@ def test_overlong_penalty_rejects_bad_lengths():
         overlong_penalty(torch.tensor([float("nan")]), 16, 4, 1.0)
     with pytest.raises(ValueError, match="lengths"):
         overlong_penalty(torch.tensor([True]), 16, 4, 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PPO's critic: per-token rewards, the micro-batch normaliser of the value loss, explained variance
+
+
+def test_outcome_token_rewards_by_hand():
+    from codefu.algo import outcome_token_rewards
+
+    mask = torch.tensor([[0, 1, 1, 1, 0], [0, 0, 1, 0, 0], [0, 0, 0, 0, 0]])  # prompt, response, padding
+    r = outcome_token_rewards(torch.tensor([0.5, -1.0, 7.0]), mask)
+    expected = torch.tensor([[0, 0, 0, 0.5, 0], [0, 0, -1.0, 0, 0], [0, 0, 0, 0, 0]])
+    torch.testing.assert_close(r, expected)  # the empty row gets nothing
+    kl = torch.tensor([[9.0, 0.1, 0.2, 0.3, float("nan")], [0, 0, 0.4, 0, 0], [0, 0, 0, 0, 0]])
+    r = outcome_token_rewards(torch.tensor([0.5, -1.0, 7.0]), mask, kl, kl_coef=0.5)
+    expected = torch.tensor([[0, -0.05, -0.1, 0.5 - 0.15, 0], [0, 0, -1.2, 0, 0], [0, 0, 0, 0, 0]])
+    torch.testing.assert_close(r, expected)  # NaN outside the mask stays out
+    with pytest.raises(ValueError, match="kl_coef > 0 needs kl"):
+        outcome_token_rewards(torch.tensor([0.5, -1.0, 7.0]), mask, None, 0.1)
+    with pytest.raises(ValueError, match="kl_coef"):
+        outcome_token_rewards(torch.tensor([0.5, -1.0, 7.0]), mask, kl, -1.0)
+
+
+def test_value_loss_micro_batches_add_up_to_the_mini_batch():
+    g = torch.Generator().manual_seed(0)
+    v, old, ret = (torch.randn(6, 9, generator=g) for _ in range(3))
+    mask = (torch.rand(6, 9, generator=g) > 0.3).float()
+    whole, _ = value_loss(v, old, ret, mask, 0.2)
+    n = float(mask.sum())
+    parts = [value_loss(v[i : i + 2], old[i : i + 2], ret[i : i + 2], mask[i : i + 2], 0.2, normalizer=n)[0]
+             for i in range(0, 6, 2)]
+    torch.testing.assert_close(sum(parts), whole)
+
+
+def test_explained_variance():
+    from codefu.algo import explained_variance
+
+    ret = torch.tensor([[1.0, 2.0, 3.0, 99.0]])
+    mask = torch.tensor([[1, 1, 1, 0]])
+    assert explained_variance(ret, ret, mask) == pytest.approx(1.0)  # a perfect critic
+    assert explained_variance(torch.full_like(ret, 2.0), ret, mask) == pytest.approx(0.0)  # the mean
+    # V = 0: 1 - Var(R) / Var(R) = 0 too; V = -R: Var(2R) = 4 Var(R) -> -3
+    assert explained_variance(-ret, ret, mask) == pytest.approx(-3.0)
+    assert math.isnan(explained_variance(ret, torch.ones_like(ret), mask))  # returns do not vary
+    assert math.isnan(explained_variance(ret, ret, torch.tensor([[1, 0, 0, 0]])))

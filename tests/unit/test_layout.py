@@ -144,3 +144,37 @@ def test_sequence_parallel_plan():
         ResourcesConfig(trainer_ranks=8, gpus_per_rank=1, rollout_workers=8), False, sp_degree=4
     )
     assert len(layout.slots_of("trainer")) == 8  # sp does not change the ranks, only how they share sequences
+
+
+@pytest.mark.parametrize("kl", [False, True])
+def test_colocated_critic_sits_beside_each_trainer_rank(kl):
+    res = ResourcesConfig(trainer_ranks=4, gpus_per_rank=1, rollout_workers=4)
+    layout = make_layout(res, kl_enabled=kl, critic=True)
+    assert len(layout.bundles) == 4 and layout.gpus == 4  # no GPU more than without a critic
+    for i in range(4):
+        here = {s.role: s for s in layout.slots if s.bundle == i}
+        assert set(here) == {"trainer", "critic", "rollout"} | ({"reference"} if kl else set())
+        assert here["critic"].index == i and here["critic"].gpus == pytest.approx(SLIVER)
+        assert sum(s.gpus for s in here.values()) == pytest.approx(1.0)
+    assert layout.need("critic").count == 4
+
+
+def test_split_critic_gets_gpus_of_its_own():
+    res = ResourcesConfig(trainer_ranks=2, gpus_per_rank=1, rollout_workers=2, critic_colocate=False)
+    layout = make_layout(res, kl_enabled=False, critic=True)
+    assert layout.gpus == 2 + 2
+    critic = layout.slots_of("critic")
+    assert [s.bundle for s in critic] == [2, 3] and all(s.gpus == 1 for s in critic)
+    with pytest.raises(CodefuError, match=r"4 GPUs needed \(trainer 1.8, critic 2, rollout 0.2\)"):
+        check_layout(layout, {"CPU": 64, "GPU": 2})
+
+
+def test_no_critic_no_critic_slots():
+    layout = make_layout(ResourcesConfig(trainer_ranks=2, gpus_per_rank=1), kl_enabled=True)
+    assert layout.slots_of("critic") == [] and layout.need("critic") is None
+
+
+def test_critic_on_cpu_adds_its_cpus():
+    without = make_layout(ResourcesConfig(), kl_enabled=False)
+    with_critic = make_layout(ResourcesConfig(), kl_enabled=False, critic=True)
+    assert with_critic.cpus == without.cpus + 1 and with_critic.gpus == 0

@@ -72,6 +72,13 @@ def test_bad_override_and_existing_run_dir(tmp_path):
         ("loop.save_every=-1", "loop.save_every"),
         ("algo.overlong_buffer=100000", "algo.overlong_buffer"),  # more than rollout.max_new_tokens
         ("algo.overlong_penalty=-1", "algo.overlong_penalty"),
+        ("algo.gamma=1.5", "algo.gamma"),
+        ("algo.lam=-0.1", "algo.lam"),
+        ("algo.lam=.nan", "algo.lam"),
+        ("algo.kl_reward_coef=0.1", "algo.kl_reward_coef"),  # the default estimator is grpo: no critic
+        ("critic.lr=0", "critic.lr"),
+        ("critic.value_clip=-1", "critic.value_clip"),
+        ("critic.pretrain_steps=-1", "critic.pretrain_steps"),
     ],
 )
 def test_out_of_range_values_are_refused_naming_the_key(override, key):
@@ -81,6 +88,24 @@ def test_out_of_range_values_are_refused_naming_the_key(override, key):
     setattr(getattr(cfg, section), field, yaml.safe_load(override.split("=")[1]))
     with pytest.raises(CodefuError, match=rf"^{re.escape(key)} must be"):
         check_run_config(cfg)
+
+
+def test_ppo_turns_on_the_critic_and_a_kl_reward_the_reference():
+    from codefu.orchestrator.roles import needs_reference, run_layout
+
+    cfg = RunConfig()
+    assert run_layout(cfg).need("critic") is None and not needs_reference(cfg)
+    cfg.algo.estimator = "ppo"
+    assert run_layout(cfg).need("critic").count == cfg.resources.trainer_ranks
+    cfg.algo.kl_reward_coef = 0.05
+    check_run_config(cfg)  # allowed with ppo
+    assert needs_reference(cfg) and run_layout(cfg).need("reference") is not None
+    # the critic's workers: the trainer's settings with the critic's model and learning rate
+    cfg.trainer.model, cfg.trainer.micro_batch_tokens, cfg.critic.lr = "smollm2", 1234, 3e-5
+    own = cfg.critic.trainer_config(cfg.trainer)
+    assert (own.model, own.lr, own.micro_batch_tokens, own.kl_coef) == ("smollm2", 3e-5, 1234, 0.0)
+    cfg.critic.model = "/models/value"
+    assert cfg.critic.trainer_config(cfg.trainer).model == "/models/value"
 
 
 def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
@@ -101,7 +126,7 @@ def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
 @pytest.mark.parametrize(
     "overrides, message",
     [
-        (["algo.estimator=ppo"], "algo.estimator"),
+        (["algo.estimator=a2c"], "algo.estimator"),
         (["trainer.policy_loss=trpo"], "defaults: trainer.policy_loss must be one of"),
         (["trainer.policy_loss=cispo", "trainer.dual_clip=3"], "trainer.dual_clip is for policy_loss='ppo' only"),
         (["trainer.policy_loss=gspo", "trainer.sp_degree=2"], "trainer.policy_loss='gspo' needs sp_degree 1"),
