@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from codefu.data.config import PrepareConfig, parse_buckets
+from codefu.data.config import PrepareConfig, pair_sources, parse_buckets
 from codefu.data.prepare import prepare
+from codefu.data.sources import SOURCES
 from codefu.data.templates import available
 
 
@@ -16,9 +17,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Filter a dataset of programming problems, split it into difficulty buckets and write "
         "OUT/<bucket>/<split>.parquet (verl schema) plus OUT/manifest.json. See docs/data.md.",
     )
-    p.add_argument("--source", default="code_contests", choices=("code_contests", "jsonl"))
     p.add_argument(
-        "--input", required=True, help="file, directory or glob; code_contests also hf:deepmind/code_contests"
+        "--source",
+        action="append",
+        choices=SOURCES,
+        help="dataset of each --input, in order; one --source applies to all inputs (default code_contests)",
+    )
+    p.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        help="file, directory or glob; code_contests also hf:deepmind/code_contests; repeat to read several "
+        "datasets in one run (a statement kept from an earlier one is a duplicate in a later one)",
     )
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--buckets", default=None, help="comma-separated bucket names (default: easy,hard,expert)")
@@ -35,15 +45,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tests", type=int, default=250, help="hidden tests per problem at most")
     p.add_argument("--max-test-bytes", type=int, default=1 << 20, help="input+output bytes per test at most")
     p.add_argument("--min-rating", type=int, default=800)
+    p.add_argument(
+        "--after", default=None, metavar="YYYY-MM-DD", help="keep only problems dated on or after this day"
+    )
     p.add_argument("--keep-unrated", action="store_true", help='keep unrated problems in bucket "unrated"')
     p.add_argument("--strict", action="store_true", help="a malformed row is an error, not a counted drop")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    first, *more = pair_sources(args.source, args.input)
     cfg = PrepareConfig(
-        source=args.source,
-        input=args.input,
+        source=first.source,
+        input=first.input,
+        more_sources=tuple(more),
         out=args.out,
         buckets=parse_buckets(args.buckets, args.bucket_range),
         splits=tuple(s.strip() for s in args.splits.split(",") if s.strip()) if args.splits else None,
@@ -54,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         max_tests=args.max_tests,
         max_test_bytes=args.max_test_bytes,
         min_rating=args.min_rating,
+        after=args.after,
         keep_unrated=args.keep_unrated,
         strict=args.strict,
     )

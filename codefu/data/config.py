@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 
 from codefu.errors import CodefuError
 from codefu.types import Language
@@ -24,13 +25,25 @@ DEFAULT_BUCKETS = (Bucket("easy", 800, 1000), Bucket("hard", 1100, 2200), Bucket
 UNRATED = "unrated"  # bucket of problems without a rating, when keep_unrated is set
 
 
+@dataclass(frozen=True)
+class SourceInput:
+    """One dataset to read in a run: the source module that reads it and its file, directory or glob."""
+
+    source: str
+    input: str
+
+
 @dataclass
 class PrepareConfig:
     source: str = "code_contests"
-    """Which dataset module reads `input`: "code_contests" or "jsonl"."""
+    """Which dataset module reads `input`: one of codefu.data.sources.SOURCES (code_contests, jsonl, taco,
+    apps, livecodebench, codeforces)."""
     input: str = ""
     """A file, a directory, or a glob of input files; for code_contests also "hf:deepmind/code_contests"
     (streams from the Hugging Face hub; needs the `datasets` package and network)."""
+    more_sources: tuple[SourceInput, ...] = ()
+    """Further datasets read in the same run, after `source`/`input`, in this order. A statement seen in
+    an earlier one is dropped from a later one as `duplicate`."""
     out: str = ""
     """Output directory: OUT/<bucket>/<split>.parquet and OUT/manifest.json."""
     buckets: tuple[Bucket, ...] = DEFAULT_BUCKETS
@@ -46,6 +59,9 @@ class PrepareConfig:
     """Seed for templates with variants (which variant a problem gets depends only on seed and name)."""
     min_rating: int = 800
     """Problems rated below this are dropped as `rating_too_low`."""
+    after: str | None = None
+    """YYYY-MM-DD: keep only problems dated on or after it (contest date; LiveCodeBench, TACO and
+    open-r1/codeforces have one). Earlier ones are dropped as `too_old`, undated ones as `undated`."""
     keep_unrated: bool = False
     """Keep problems without a rating (CodeContests' non-Codeforces problems) in bucket "unrated"
     instead of dropping them as `missing_rating`."""
@@ -75,7 +91,17 @@ class PrepareConfig:
     extra: dict[str, str] = field(default_factory=dict)
     """Free-form notes copied into the manifest."""
 
+    def inputs(self) -> list[SourceInput]:
+        """Every dataset of the run, in reading order."""
+        first = [SourceInput(self.source, self.input)] if self.input else []
+        return first + list(self.more_sources)
+
     def __post_init__(self) -> None:
+        if self.after is not None:
+            try:
+                date.fromisoformat(self.after)
+            except ValueError:
+                raise CodefuError(f"after must be a date YYYY-MM-DD, not {self.after!r}") from None
         if self.max_tests < 1:
             raise CodefuError(f"max_tests must be at least 1, not {self.max_tests}")
         names = [b.name for b in self.buckets]
@@ -105,3 +131,17 @@ def parse_buckets(selected: str | None, ranges: list[str] | None = None) -> tupl
             raise CodefuError(f"--buckets: unknown bucket {name!r} (known: {', '.join(known)})")
         out.append(known[name])
     return tuple(out)
+
+
+def pair_sources(sources: list[str] | None, inputs: list[str]) -> tuple[SourceInput, ...]:
+    """`--source`/`--input` given several times: paired in order; one `--source` (or none: code_contests)
+    applies to every `--input`."""
+    sources = sources or ["code_contests"]
+    if len(sources) == 1:
+        sources = sources * len(inputs)
+    if len(sources) != len(inputs):
+        raise CodefuError(
+            f"{len(sources)} --source but {len(inputs)} --input: give one --source for all inputs, "
+            "or one per --input, in the same order"
+        )
+    return tuple(SourceInput(s, i) for s, i in zip(sources, inputs, strict=True))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import unicodedata
 from collections.abc import Callable
 
@@ -19,6 +20,9 @@ from codefu.types import TestCase
 # Every reason a row can be dropped, in the order the report lists them.
 REASONS = (
     "malformed",
+    "unsupported",
+    "too_old",
+    "undated",
     "bad_description",
     "file_io",
     "bad_limits",
@@ -32,6 +36,20 @@ REASONS = (
 )
 
 Filter = Callable[[RawProblem, PrepareConfig], "str | None"]
+
+
+def unsupported(raw: RawProblem, cfg: PrepareConfig) -> str | None:
+    """Read fine, but the judge cannot run it yet (function-call tests, interactive problems)."""
+    return "unsupported" if raw.unsupported is not None else None
+
+
+def date_cut(raw: RawProblem, cfg: PrepareConfig) -> str | None:
+    """With `after`: dated before it, or undated (a problem that cannot be placed after the cut)."""
+    if not cfg.after:
+        return None
+    if not raw.date:
+        return "undated"
+    return "too_old" if raw.date < cfg.after else None
 
 
 def bad_description(raw: RawProblem, cfg: PrepareConfig) -> str | None:
@@ -87,6 +105,8 @@ def multiple_answers(raw: RawProblem, cfg: PrepareConfig) -> str | None:
 
 
 FILTERS: tuple[Filter, ...] = (
+    unsupported,
+    date_cut,
     bad_description,
     file_io,
     bad_limits,
@@ -142,14 +162,19 @@ def normalize_statement(text: str) -> str:
 
 
 class Deduplicator:
-    """Remembers a 16-byte digest per kept statement (13k problems: well under a megabyte)."""
+    """Remembers a 16-byte digest per kept statement and the source that kept it (one shared string per
+    source name), so a duplicate's report names where the statement was kept."""
 
     def __init__(self) -> None:
-        self._seen: set[bytes] = set()
+        self._seen: dict[bytes, str] = {}
 
     def __call__(self, raw: RawProblem) -> str | None:
+        return "duplicate" if self.kept_by(raw) is not None else None
+
+    def kept_by(self, raw: RawProblem) -> str | None:
+        """The source that kept this statement before, or None (and it is remembered as kept now)."""
         key = hashlib.blake2b(normalize_statement(raw.problem.statement).encode(), digest_size=16).digest()
         if key in self._seen:
-            return "duplicate"
-        self._seen.add(key)
+            return self._seen[key]
+        self._seen[key] = sys.intern(raw.problem.source)
         return None

@@ -7,6 +7,15 @@ from dataclasses import dataclass, field
 from codefu.types import Problem, TestCase
 
 
+@dataclass(frozen=True)
+class Unsupported:
+    """Why the judge cannot run a readable row's problem yet (no function-call harness, no interactor):
+    dropped as `unsupported`, counted per `kind`; `message` carries the row's specifics for the report."""
+
+    kind: str  # "function-call problem", "interactive problem", ...: what the report counts
+    message: str  # "function-call problem (fn_name=add): not supported yet"
+
+
 @dataclass
 class RawProblem:
     """One source row, read but not yet filtered.
@@ -22,6 +31,9 @@ class RawProblem:
     generated_tests: list[TestCase] = field(default_factory=list)
     input_file: str = ""  # set when the problem reads a named file instead of stdin
     output_file: str = ""
+    date: str = ""  # contest date, YYYY-MM-DD, when the source has one (the `--after` cut uses it)
+    difficulty: str = ""  # the source's own difficulty label ("MEDIUM_HARD", "interview", ...), if any
+    unsupported: Unsupported | None = None  # set: read fine, but the judge cannot run it yet
 
 
 @dataclass

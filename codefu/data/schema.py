@@ -8,7 +8,8 @@ One row (as CodeFu published it, plus our `extra_info`):
     reward_model  {style: "rule", ground_truth: {cf_rating, memory_limit_bytes, name,
                    private_tests{input[], output[]}, public_tests{input[], output[]},
                    time_limit{nanos, seconds}}}
-    extra_info    {split, index, bucket, source_id, statement, language, checker (JSON or null)}
+    extra_info    {split, index, bucket, source_id, statement, language, checker (JSON or null),
+                   date (YYYY-MM-DD or null), difficulty (the source's label or null)}
 
 Struct fields are in the order CodeFu's file has them (alphabetical), with the same types, so files we
 write concatenate with theirs. Reading is tolerant: other verl code datasets omit fields, name test keys
@@ -48,6 +49,8 @@ EXTRA_INFO = pa.struct(
         ("statement", pa.string()),
         ("language", pa.string()),
         ("checker", pa.string()),
+        ("date", pa.string()),
+        ("difficulty", pa.string()),
     ]
 )
 SCHEMA = pa.schema(
@@ -83,8 +86,11 @@ def _tests_dict(tests: list[TestCase]) -> dict[str, list[str]]:
     return {"input": [t.input for t in tests], "output": [t.output for t in tests]}
 
 
-def problem_to_row(p: Problem, split: str, index: int, bucket: str, source_id: str) -> dict[str, Any]:
-    """One `Problem` (with its rendered prompt) as a verl row matching `SCHEMA`."""
+def problem_to_row(
+    p: Problem, split: str, index: int, bucket: str, source_id: str, date: str = "", difficulty: str = ""
+) -> dict[str, Any]:
+    """One `Problem` (with its rendered prompt) as a verl row matching `SCHEMA`; an empty date or
+    difficulty is written as null."""
     checker = None
     if p.checker is not None:
         checker = json.dumps(
@@ -113,6 +119,8 @@ def problem_to_row(p: Problem, split: str, index: int, bucket: str, source_id: s
             "statement": p.statement,
             "language": p.preferred_language,
             "checker": checker,
+            "date": date or None,
+            "difficulty": difficulty or None,
         },
     }
 

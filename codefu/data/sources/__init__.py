@@ -25,4 +25,4 @@ class Source(Protocol):
     def __iter__(self) -> Iterator[RawProblem | Malformed]: ...
 
 
-SOURCES = ("code_contests", "jsonl")
+SOURCES = ("code_contests", "jsonl", "taco", "apps", "livecodebench", "codeforces")

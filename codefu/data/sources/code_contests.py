@@ -44,6 +44,11 @@ def split_of(path: Path) -> str:
     return path.parent.name if path.parent.name in SPLITS else "train"
 
 
+def read_order(path: Path) -> tuple[int, str]:
+    """Sort key: test files, then valid, then the rest (a statement also in train is kept in test)."""
+    return (_SPLIT_ORDER.get(split_of(path), 0), str(path))
+
+
 def _tests(row: dict[str, Any], column: str) -> list[TestCase]:
     v = row.get(column)
     if v is None:
@@ -131,7 +136,7 @@ class CodeContestsSource:
         if self.splits:
             self._files = [f for f in self._files if split_of(f) in self.splits]
         # Evaluation splits first: a statement in both test and train is kept in test, dropped from train.
-        self._files.sort(key=lambda f: (_SPLIT_ORDER.get(split_of(f), 0), str(f)))
+        self._files.sort(key=read_order)
 
     def files(self) -> list[Path]:
         return self._files
