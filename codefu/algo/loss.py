@@ -15,6 +15,7 @@ from torch import Tensor
 
 from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
 from codefu.algo.policy_losses import cispo_loss, gspo_loss
+from codefu.algo.rollout_correction import rollout_correction_weights
 
 #: The losses besides PPO's (which adds a dual clip), all called alike.
 _OTHER_LOSSES = {"gspo": gspo_loss, "cispo": cispo_loss}
@@ -25,7 +26,7 @@ POLICY_LOSSES = ("ppo", *_OTHER_LOSSES)
 @dataclass(frozen=True)
 class LossSettings:
     """The loss knobs (the trainer's `clip_low`, `clip_high`, `dual_clip`, `loss_agg`, `kl_coef`, `kl_kind`,
-    `entropy_coef`, `norm_length`, `policy_loss`)."""
+    `entropy_coef`, `norm_length`, `policy_loss`, `rollout_correction`, `rollout_correction_threshold`)."""
 
     clip_low: float = 0.2
     clip_high: float = 0.2
@@ -36,6 +37,8 @@ class LossSettings:
     entropy_coef: float = 0.0
     norm_length: int | None = None  # Dr. GRPO's constant L; None: the padded batch length
     policy_loss: str = "ppo"  # one of POLICY_LOSSES
+    rollout_correction: str = "none"  # one of codefu.algo.rollout_correction.ROLLOUT_CORRECTIONS
+    rollout_correction_threshold: float = 2.0
 
     @property
     def aggregation(self) -> str:
@@ -70,26 +73,39 @@ def rl_loss(
     settings: LossSettings,
     entropy: Tensor | None = None,
     ref_logprobs: Tensor | None = None,
+    rollout_logprobs: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor | float]]:
     """(loss, parts) of one micro-batch.
 
     logprobs, old_logprobs, mask: [B, T] (mask: this rank's window of the response tokens); advantages:
     [B] or [B, T]; row_tokens: [B], each row's response tokens over the WHOLE row (for the per-sequence
     weights of seq-mean-token-mean); entropy, ref_logprobs: [B, T] or None (needed when entropy_coef or
-    kl_coef is set). parts: "pg", "kl", "entropy" (0-dim tensors, detached) and policy_loss's metrics.
+    kl_coef is set); rollout_logprobs: [B, T], the engine's, needed by a rollout correction: its
+    importance weights (pi_old / pi_rollout, `rollout_correction_weights`) weigh the policy term only.
+    parts: "pg", "kl", "entropy" (0-dim tensors, detached), policy_loss's metrics and, with a rollout
+    correction, its metrics prefixed "rollout_is/".
     """
     if settings.loss_agg == "seq-mean-token-mean":
         mask = mask / row_tokens.clamp(min=1).to(mask.dtype).unsqueeze(-1)
     agg = settings.aggregation
     clips = (settings.clip_low, settings.clip_high)
+    pg_mask, correction = mask, {}
+    mode = settings.rollout_correction
+    if mode != "none":
+        if rollout_logprobs is None:
+            raise ValueError(f"rollout_correction={mode!r} needs the rollout's log-probs")
+        threshold = settings.rollout_correction_threshold
+        weights, m = rollout_correction_weights(old_logprobs, rollout_logprobs, mask, mode, threshold)
+        pg_mask = mask * weights.to(mask.dtype)
+        correction = {f"rollout_is/{k}": v for k, v in m.items()}
     if settings.policy_loss == "ppo":
         dual = settings.dual_clip
         pg, metrics = policy_loss(
-            logprobs, old_logprobs, advantages, mask, *clips, dual, agg=agg, normalizer=normalizer
+            logprobs, old_logprobs, advantages, pg_mask, *clips, dual, agg=agg, normalizer=normalizer
         )
     elif settings.policy_loss in _OTHER_LOSSES:
         loss_fn = _OTHER_LOSSES[settings.policy_loss]
-        pg, metrics = loss_fn(logprobs, old_logprobs, advantages, mask, *clips, agg, normalizer)
+        pg, metrics = loss_fn(logprobs, old_logprobs, advantages, pg_mask, *clips, agg, normalizer)
     else:
         raise ValueError(f"unknown policy loss {settings.policy_loss!r}; choose one of {POLICY_LOSSES}")
     zero = torch.zeros((), dtype=pg.dtype, device=pg.device)
@@ -101,4 +117,4 @@ def rl_loss(
             raise ValueError("kl_coef > 0 needs the reference policy's log-probs")
         kl = aggregate_loss(kl_penalty(logprobs, ref_logprobs, settings.kl_kind), mask, agg, normalizer)
         loss = loss + settings.kl_coef * kl
-    return loss, {"pg": pg.detach(), "kl": kl.detach(), "entropy": ent.detach(), **metrics}
+    return loss, {"pg": pg.detach(), "kl": kl.detach(), "entropy": ent.detach(), **metrics, **correction}

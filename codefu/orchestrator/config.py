@@ -10,6 +10,7 @@ from operator import attrgetter
 from typing import ClassVar, Literal
 
 from codefu.data.difficulty import DifficultyConfig
+from codefu.data.mixing import TrainSource, check_train
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.observability.config import ObservabilityConfig
@@ -20,12 +21,13 @@ from codefu.trainer.config import TrainerConfig
 
 @dataclass
 class DataConfig:
-    train: str = "starter"
+    train: str | list[TrainSource] = "starter"
     """Problems to train on: "starter" (the bundled set, minus its recorded held-out split) or a verl-schema
-    parquet / problems JSONL path."""
+    parquet / problems JSONL path; or several datasets, a list of {path, weight}: each step's prompts are
+    drawn from them in proportion to their weights (codefu/data/mixing.py, docs/data.md)."""
     val: str | None = None
     """Held-out problems; None: the starter set's recorded held-out split (codefu/data/starter/split.json),
-    or for another dataset `val_fraction` of its problems, fixed by `seed`."""
+    or for another dataset `val_fraction` of its problems, fixed by `seed` (of each dataset of a list)."""
     val_fraction: float = 0.2
     """Share of a dataset held out when `val` is None (not used by the starter set: its split is fixed)."""
     prompts_per_step: int = 8
@@ -80,7 +82,8 @@ class AlgoConfig:
     reward: str = "codefu"
     recompute_logprobs: bool = True
     """The trainer recomputes the sampled tokens' log-probs as the PPO "old" policy (and reports the
-    rollout-vs-trainer mismatch); False trusts the rollout's own (one forward pass less per step)."""
+    rollout-vs-trainer mismatch); False saves that forward pass: the rollout's own are the old policy, or,
+    with trainer.rollout_correction, the update's own forward is (docs/algo.md)."""
 
 
 @dataclass
@@ -180,6 +183,12 @@ def check_run_config(cfg: RunConfig) -> None:
         ("algo.kl_reward_coef", a.kl_reward_coef >= 0, ">= 0 (0: off)"),
         # a per-token KL reward needs per-token advantages: only GAE takes them
         ("algo.kl_reward_coef", a.kl_reward_coef == 0 or a.estimator == "ppo", "0 unless estimator is ppo"),
+        (
+            "trainer.rollout_correction",
+            cfg.trainer.rollout_correction == "none" or a.recompute_logprobs or cfg.trainer.ppo_epochs == 1,
+            "none with algo.recompute_logprobs false and trainer.ppo_epochs > 1 (pi_old comes from the "
+            "update's first forward then)",
+        ),
         ("critic.lr", c.lr > 0, "> 0"),
         ("critic.value_clip", c.value_clip is None or c.value_clip >= 0, ">= 0 or null"),
         ("critic.pretrain_steps", c.pretrain_steps >= 0, ">= 0"),
@@ -193,3 +202,4 @@ def check_run_config(cfg: RunConfig) -> None:
             value = attrgetter(key)(cfg)
             raise CodefuError(f"{key} must be {expected}, got {value!r}")
     d.difficulty.check("data.difficulty")
+    check_train(d.train, "data.train")

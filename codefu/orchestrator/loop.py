@@ -23,10 +23,10 @@ from codefu.algo.grpo import kl_penalty, masked_mean
 from codefu.algo.shaping import outcome_token_rewards, overlong_penalty
 from codefu.algo.value_loss import explained_variance
 from codefu.data.difficulty import PassRateRecord
-from codefu.data.loader import ProblemLoader
+from codefu.data.loader import training_loader
 from codefu.errors import CodefuError
 from codefu.observability import metrics as M
-from codefu.observability.metrics import StepTimer, summary_stats, verdict_metrics
+from codefu.observability.metrics import StepTimer, source_metrics, summary_stats, verdict_metrics
 from codefu.observability.passk import passk_metrics_with_ci
 from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
@@ -83,7 +83,7 @@ def train(
         )
     roles = Roles(cfg)
     difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
-    loader = ProblemLoader(train_problems, seed=cfg.data.seed, difficulty=difficulty)
+    loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, difficulty)  # one or a mix
     start = 0
     if checkpoint is not None:
         extra = roles.load(str(checkpoint))
@@ -102,6 +102,7 @@ def train(
             sampled = sample_step(cfg, roles, scorer, loader, encode, step, timer)
             loader.record(pass_counts(sampled.all_problems, sampled.all_scores))
             metrics = step_metrics(sampled) | loader.difficulty_metrics()
+            metrics |= source_metrics(sampled.all_problems, sampled.all_scores)  # data/pass_rate/<source>
             if sampled.completions:
                 metrics |= update_step(cfg, roles, sampled, timer, step)
             metrics |= timer.metrics()
@@ -179,12 +180,17 @@ def update_step(
         )
         metrics["policy/advantage_abs_mean"] = float(advantages.abs().mean())
     batch = completions_to_batch(sampled.completions, advantages, valid)
+    correction = cfg.trainer.rollout_correction != "none"
+    if correction:
+        batch.rollout_logprobs = batch.old_logprobs  # the engine's: the importance weights' denominator
     with timer.phase("train"):
         batch_ref = ray.put(batch)
         if cfg.algo.recompute_logprobs:
             trainer_lp = roles.logprobs(batch_ref)
             metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
             batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
+        elif correction:
+            batch.old_logprobs = None  # no extra pass: the update's own forward is pi_old (TrainerWorker)
         if roles.reference is not None:
             batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
     if with_critic:
@@ -208,8 +214,9 @@ def gae_targets(a: AlgoConfig, batch: Batch, rewards: torch.Tensor, values: torc
     mask = batch.response_mask
     kl = None
     if a.kl_reward_coef > 0:
-        assert batch.ref_logprobs is not None and batch.old_logprobs is not None
-        kl = kl_penalty(batch.old_logprobs, batch.ref_logprobs, "k1")
+        behaviour = batch.old_logprobs if batch.old_logprobs is not None else batch.rollout_logprobs
+        assert batch.ref_logprobs is not None and behaviour is not None
+        kl = kl_penalty(behaviour, batch.ref_logprobs, "k1")
     token_rewards = outcome_token_rewards(rewards, mask, kl, a.kl_reward_coef)
     advantages, returns = gae(token_rewards, values, mask, a.gamma, a.lam)
     batch.advantages, batch.old_values, batch.returns = advantages.float(), values.float(), returns.float()

@@ -26,6 +26,7 @@ class Batch:
     response_mask: Tensor  # (B, T) 0/1, 1 on response tokens whose log-probs are trained
     old_logprobs: Tensor | None = None  # (B, T) fp32, log-probs of the sampling policy (needed by update)
     ref_logprobs: Tensor | None = None  # (B, T) fp32, reference policy log-probs (only when kl_coef > 0)
+    rollout_logprobs: Tensor | None = None  # (B, T) fp32, the engine's (only with a rollout correction)
     advantages: Tensor | None = None  # (B,) per sequence or (B, T) per token, fp32 (needed by update)
     old_values: Tensor | None = None  # (B, T) fp32, the critic's values when sampled (aligned as log-probs)
     returns: Tensor | None = None  # (B, T) fp32, the critic's targets (GAE's returns)

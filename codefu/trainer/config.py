@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from codefu.algo.grpo import AGG_MODES, KL_KINDS
 from codefu.algo.loss import POLICY_LOSSES
+from codefu.algo.rollout_correction import ROLLOUT_CORRECTIONS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCHEDULES = ("constant", "cosine")
@@ -96,6 +98,13 @@ class TrainerConfig:
     clip_high: float = 0.2
     dual_clip: float | None = None
     """PPO's dual clip (policy_loss ppo only): a bound > 1 on the loss of negative-advantage tokens."""
+    rollout_correction: str = "none"
+    """Importance weights pi_old / pi_rollout on the policy term, for the rollout-trainer mismatch:
+    token_truncate (TIS), token_mask (MIS), sequence_truncate, sequence_mask; none: off. With
+    algo.recompute_logprobs false the trainer takes pi_old from its own forward (no extra pass; needs
+    ppo_epochs 1). docs/algo.md."""
+    rollout_correction_threshold: float = 2.0
+    """C > 1: truncate weights at C, or mask those outside [1/C, C]."""
     kl_coef: float = 0.0
     """Weight of the KL penalty to the reference policy; 0 skips it (no reference log-probs needed)."""
     kl_kind: str = "k3"
@@ -127,6 +136,21 @@ class TrainerConfig:
             (self.dual_clip is None or self.policy_loss == "ppo", "dual_clip is for policy_loss='ppo' only"),
             # a GSPO ratio averages over the whole sequence; a sequence-parallel rank holds a window of it
             (self.policy_loss != "gspo" or self.sp_degree == 1, "policy_loss='gspo' needs sp_degree 1"),
+            (
+                self.rollout_correction in ROLLOUT_CORRECTIONS,
+                f"rollout_correction must be one of {ROLLOUT_CORRECTIONS}",
+            ),
+            (1 < self.rollout_correction_threshold < math.inf, "rollout_correction_threshold must be > 1"),
+            # the weights multiply the policy term's mask, from which GSPO also takes its sequence ratio
+            (
+                self.rollout_correction == "none" or self.policy_loss != "gspo",
+                "rollout_correction is for policy_loss ppo or cispo",
+            ),
+            # a sequence's weight multiplies all its tokens; a sequence-parallel rank holds a window of them
+            (
+                not self.rollout_correction.startswith("sequence") or self.sp_degree == 1,
+                f"rollout_correction={self.rollout_correction!r} needs sp_degree 1",
+            ),
         ]
         for ok, message in checks:
             if not ok:

@@ -197,8 +197,17 @@ class TrainerWorker:
         return metrics
 
     def _check_update_batch(self, batch: Batch) -> None:
-        if batch.old_logprobs is None or batch.advantages is None:
-            raise ValueError("update() needs batch.old_logprobs and batch.advantages")
+        if batch.advantages is None:
+            raise ValueError("update() needs batch.advantages")
+        correction = self.cfg.rollout_correction != "none"
+        if correction and batch.rollout_logprobs is None:
+            raise ValueError(f"rollout_correction={self.cfg.rollout_correction!r} needs rollout_logprobs")
+        if batch.old_logprobs is None and not (correction and self.cfg.ppo_epochs == 1):
+            # without old log-probs each token's first forward is its pi_old: right only in one epoch
+            raise ValueError(
+                "update() needs batch.old_logprobs (or a rollout correction with ppo_epochs 1, which takes "
+                "them from the update's own forward)"
+            )
         if self.cfg.kl_coef > 0 and batch.ref_logprobs is None:
             raise ValueError("kl_coef > 0 needs batch.ref_logprobs (from the reference worker)")
 
@@ -256,9 +265,13 @@ class TrainerWorker:
         lp, ent, (lo, hi) = self._forward(mb, with_entropy=True)
         adv = mb.advantages if mb.advantages.dim() == 1 else token_window(mb.advantages, lo, hi)
         ref = token_window(mb.ref_logprobs, lo, hi).to(lp) if cfg.kl_coef > 0 else None
+        # no old log-probs (a rollout correction in one epoch): pi_old is this forward's policy (ratio 1),
+        # the synced one for the first mini-batch; the importance weights then carry pi_old / pi_rollout
+        old = lp.detach() if mb.old_logprobs is None else token_window(mb.old_logprobs, lo, hi).to(lp)
+        rollout = None if mb.rollout_logprobs is None else token_window(mb.rollout_logprobs, lo, hi).to(lp)
         loss, m = rl_loss(
             lp,
-            token_window(mb.old_logprobs, lo, hi).to(lp),
+            old,
             adv.to(lp),
             token_window(mb.response_mask, lo, hi).to(lp.dtype),
             mb.response_mask.sum(-1),
@@ -266,6 +279,7 @@ class TrainerWorker:
             self.loss_settings,
             entropy=ent,
             ref_logprobs=ref,
+            rollout_logprobs=rollout,
         )
         n_tok = m["valid_tokens"]
         sums = {
@@ -275,6 +289,7 @@ class TrainerWorker:
             "policy/entropy": float(m["entropy"]),
             "perf/response_tokens": n_tok,
         } | {f"policy/{k}": m[k] * n_tok for k in _TOKEN_MEAN_METRICS}
+        sums |= {k: v * n_tok for k, v in m.items() if k.startswith("rollout_is/")}  # token-weighted
         return loss, sums, {"policy/ratio_max": m["ratio_max"] if n_tok else 0.0}
 
     def _mini_batch_metrics(
@@ -282,8 +297,9 @@ class TrainerWorker:
     ) -> dict[str, float]:
         """The mini-batch's metrics from the summed (and maxed) `_micro_loss` metrics."""
         tokens = max(totals["perf/response_tokens"], 1.0)
-        for k in _TOKEN_MEAN_METRICS:
-            totals[f"policy/{k}"] /= tokens
+        for k in totals:
+            if k.startswith("rollout_is/") or k.removeprefix("policy/") in _TOKEN_MEAN_METRICS:
+                totals[k] /= tokens
         return totals | {"perf/tokens": float(batch.attention_mask[rows].sum())}
 
     def _clip_gradients(self) -> float:

@@ -85,8 +85,10 @@ def test_reward_rises_and_a_flipped_sign_does_not(local_ray, tmp_path, monkeypat
         ({"estimator": "reinforce_pp"}, {}),
         ({}, {"policy_loss": "gspo"}),
         ({}, {"policy_loss": "cispo"}),
+        # no recompute pass: pi_old from the update's own forward, truncated importance weights to the engine
+        ({"recompute_logprobs": False}, {"rollout_correction": "token_truncate"}),
     ],
-    ids=["rloo", "reinforce_pp", "gspo", "cispo"],
+    ids=["rloo", "reinforce_pp", "gspo", "cispo", "tis-without-recompute"],
 )
 def test_each_estimator_and_loss_learns_and_its_flipped_sign_does_not(
     local_ray, tmp_path, monkeypatch, algo, trainer

@@ -90,6 +90,17 @@ def test_out_of_range_values_are_refused_naming_the_key(override, key):
         check_run_config(cfg)
 
 
+def test_a_rollout_correction_without_the_recompute_pass_needs_one_epoch():
+    cfg = RunConfig()
+    cfg.trainer.rollout_correction, cfg.algo.recompute_logprobs, cfg.trainer.ppo_epochs = "token_mask", False, 2
+    with pytest.raises(CodefuError, match=r"^trainer.rollout_correction must be none with algo.recompute_logprobs"):
+        check_run_config(cfg)
+    cfg.trainer.ppo_epochs = 1
+    check_run_config(cfg)
+    cfg.algo.recompute_logprobs, cfg.trainer.ppo_epochs = True, 2  # with the pass, any number of epochs
+    check_run_config(cfg)
+
+
 def test_ppo_turns_on_the_critic_and_a_kl_reward_the_reference():
     from codefu.orchestrator.roles import needs_reference, run_layout
 
@@ -131,6 +142,16 @@ def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
         (["trainer.policy_loss=cispo", "trainer.dual_clip=3"], "trainer.dual_clip is for policy_loss='ppo' only"),
         (["trainer.policy_loss=gspo", "trainer.sp_degree=2"], "trainer.policy_loss='gspo' needs sp_degree 1"),
         (["trainer.dual_clip=0.5"], "defaults: trainer.dual_clip must be > 1 or None"),
+        (["trainer.rollout_correction=tis"], "trainer.rollout_correction must be one of"),
+        (["trainer.rollout_correction_threshold=1"], "rollout_correction_threshold must be > 1"),
+        (
+            ["trainer.rollout_correction=token_mask", "trainer.policy_loss=gspo"],
+            "rollout_correction is for policy_loss ppo or cispo",
+        ),
+        (
+            ["trainer.rollout_correction=sequence_mask", "trainer.sp_degree=2"],
+            "rollout_correction='sequence_mask' needs sp_degree 1",
+        ),
     ],
 )
 def test_algorithm_choices_are_checked_when_the_config_loads(overrides, message):
