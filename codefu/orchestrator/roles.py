@@ -128,6 +128,19 @@ class RolloutWorkers:
     def release_memory(self) -> None:
         ray.get([a.release_memory.remote() for a in self.actors])
 
+    def stats(self) -> dict[str, float]:
+        """The last generate's engine numbers over the workers (native engine; {} for others): the smallest
+        KV cache, the mean decode batch, preemptions."""
+        per_worker = [s for s in ray.get([a.stats.remote() for a in self.actors]) if s]
+        if not per_worker:
+            return {}
+        steps = sum(s["decode_steps"] for s in per_worker)
+        return {
+            "rollout/kv_cache_tokens": min(s["kv_cache_tokens"] for s in per_worker),
+            "rollout/decode_batch_mean": sum(s["decode_batch_sum"] for s in per_worker) / max(steps, 1.0),
+            "rollout/preemptions": sum(s["preemptions"] for s in per_worker),
+        }
+
 
 def needs_reference(cfg: RunConfig) -> bool:
     """A frozen reference policy runs when a KL term (in the loss or in the reward) is on."""
@@ -180,6 +193,9 @@ class Roles:
         options = env if layout.gpus == 0 else {}
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
         self.colocated = cfg.resources.colocate and layout.gpus > 0
+        self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer
+        self.critic_colocated = cfg.resources.critic_colocate
+        self.memory_metrics: dict[str, float] = {}
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
         kl = needs_reference(cfg)
         self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
@@ -198,9 +214,19 @@ class Roles:
         )
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        """The rollout workers' completions. Colocated, the trainers' optimizer state leaves the GPUs while
+        they generate (trainer.offload_optimizer) and the engines' KV caches are freed after; the moves'
+        numbers are in `memory_metrics` until the next call."""
+        self.memory_metrics: dict[str, float] = {}
+        learners = [*self.trainer, *(self.critic if self.critic and self.critic_colocated else [])]
+        if self.offload_optimizer:
+            self.memory_metrics |= _summed(ray.get([a.offload_optimizer.remote() for a in learners]))
         completions = self.rollout.generate(prompts, sampling)
+        self.memory_metrics |= self.rollout.stats()
         if self.colocated:
             self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
+        if self.offload_optimizer:
+            self.memory_metrics |= _summed(ray.get([a.reload_optimizer.remote() for a in learners]))
         return completions
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
@@ -270,3 +296,12 @@ class Roles:
 def critic_root(root: str) -> str:
     """Where the critic's checkpoints go beside the policy's under `root`."""
     return str(Path(root) / "critic")
+
+
+def _summed(per_rank: list[dict[str, float]]) -> dict[str, float]:
+    """Bytes add up over ranks; seconds are the slowest rank's (they move at once)."""
+    out: dict[str, float] = {}
+    for metrics in per_rank:
+        for k, v in metrics.items():
+            out[k] = max(out.get(k, 0.0), v) if k.startswith("timing/") else out.get(k, 0.0) + v
+    return out

@@ -65,6 +65,10 @@ class RolloutWorker:
         if release is not None:
             release()
 
+    def stats(self) -> dict[str, float]:
+        """The last `generate`'s engine numbers (the native engine's `last_stats`); {} for other engines."""
+        return dict(getattr(self.engine, "last_stats", {}))
+
     def ping(self) -> dict[str, Any]:
         """Alive check: host, pid and the engine's class."""
         return {"host": socket.gethostname(), "pid": os.getpid(), "engine": type(self.engine).__name__}

@@ -60,6 +60,12 @@ class TrainerActor:
     def drop_shared_weights(self) -> None:
         self.worker.drop_shared_weights()
 
+    def offload_optimizer(self) -> dict[str, float]:
+        return self.worker.offload_optimizer()
+
+    def reload_optimizer(self) -> dict[str, float]:
+        return self.worker.reload_optimizer()
+
     def save(self, root: str, extra_state: dict[str, Any] | None = None, name_step: int | None = None) -> str:
         return self.worker.save(root, extra_state, name_step)
 

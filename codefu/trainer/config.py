@@ -36,6 +36,9 @@ class TrainerConfig:
     cpu_offload: bool = False
     """FSDP2 CPUOffloadPolicy: sharded params, grads and AdamW state live in (pinned) CPU memory; the AdamW
     step runs on the CPU. Lets a 7B policy with fp32 master weights train on one GPU."""
+    offload_optimizer: bool = True
+    """Colocated on a GPU: AdamW's state goes to pinned CPU memory while the engine generates (its KV cache
+    gets that memory) and comes back for the update. Off the GPU, or in split mode, nothing moves."""
     reshard_after_forward: bool = True
     """Free each layer's gathered params after forward (ZeRO-3); False keeps them until backward (ZeRO-2-like,
     faster, more memory)."""

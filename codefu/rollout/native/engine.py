@@ -309,6 +309,7 @@ class NativeEngine:
              "prefill_s", "decode_s", "decode_wait_s", "generated_tokens", "tokens_per_s"],
             0.0,
         )  # fmt: skip
+        self.last_stats["kv_cache_tokens"] = float(self.num_blocks * self.block_size)
 
     @property
     def done(self) -> bool:
