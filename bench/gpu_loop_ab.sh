@@ -2,7 +2,8 @@
 # A few steps of the loop on one GPU with a random-init model (bench/make_random_model.py), for A/B
 # measurements of the step and its parts (offload, critic, ...). Prints one summary line per step.
 #
-#   bench/gpu_loop_ab.sh MODEL_DIR OUT_DIR NAME [key=value ...]      (run from the repository root)
+#   [CONFIG=configs/gpu-7b.yaml] bench/gpu_loop_ab.sh MODEL_DIR OUT_DIR NAME [key=value ...]
+#   (from the repository root; the config defaults to configs/gpu-1.5b.yaml; later key=value win)
 #
 # The workload: configs/gpu-1.5b.yaml on the starter problems (char-level tokenizer: long prompts), 1,024
 # new tokens per response (a random model rarely stops), no dynamic sampling, no sandbox (the GPU machine
@@ -14,7 +15,7 @@ name=${3:?NAME}
 shift 3
 mkdir -p "$out"
 rm -rf "/tmp/runs/$name"
-if ! python3 -m codefu train --config configs/gpu-1.5b.yaml --run-dir "/tmp/runs/$name" \
+if ! python3 -m codefu train --config "${CONFIG:-configs/gpu-1.5b.yaml}" --run-dir "/tmp/runs/$name" \
   trainer.model="$model" judge.sandbox.kind=none data.train=starter data.val=null data.max_prompt_tokens=null \
   algo.dynamic_sampling=false rollout.max_new_tokens=1024 loop.steps=3 loop.val_every=0 \
   loop.save_every=0 loop.keep_final_state=false "$@" >"$out/$name.log" 2>&1; then

@@ -41,8 +41,11 @@ class EngineSettings:
     """"transformers" (HF generate) or "native" (paged KV cache, continuous batching, CUDA graphs)."""
     block_size: int = 16
     """native: tokens per KV-cache block."""
-    gpu_memory_fraction: float = 0.5
-    """native, GPU: share of the GPU's total memory the engine may fill (weights, activations, KV cache)."""
+    gpu_memory_fraction: float = 0.85
+    """native, GPU: share of the GPU's total memory the engine may fill (weights, activations, KV cache).
+    Memory in use by others counts against it (a colocated trainer's weights; its optimizer state leaves
+    while the engine generates, trainer.offload_optimizer), and the KV cache is freed for the update, so
+    0.85 suits one engine per GPU, colocated or not (0.5 left a 7B colocated run no KV cache at all)."""
     kv_cache_tokens: int = 16384
     """native, CPU: KV-cache size in tokens (on GPU the memory fraction decides)."""
     max_num_seqs: int = 256
