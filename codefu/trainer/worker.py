@@ -377,6 +377,8 @@ class TrainerWorker:
         torch.cuda.synchronize(self.device)
         torch.cuda.empty_cache()
         self._offloaded = moved > 0
+        if not moved:
+            return {}  # no state yet (before the first step)
         return {"memory/optimizer_offloaded_gb": moved / 2**30, "timing/offload_s": time.perf_counter() - t0}
 
     def reload_optimizer(self) -> dict[str, float]:
