@@ -5,7 +5,8 @@
 1. Overhead: one trivial compiled program run --runs times under plain `subprocess.run`, under a
    sandbox per test (bubblewrap + cgroup + rlimits; also with cgroups off, to attribute the cost), and
    under the runner: per test inside a running sandbox, and per test of a whole submission of
-   --tests-per-submission tests (sandbox start and teardown included). Medians.
+   --tests-per-submission tests (sandbox start and teardown included). Medians. With the system-call
+   filter (the default) and without it (seccomp off), and the filter's cost per system call.
 2. Throughput: real CodeFu problems (../shared/data/codefu-easy) with the correct and wrong solutions of
    tests/data/codefu_easy_solutions.json, each in --variants textual variants (distinct programs, as
    samples of a GRPO group are): our judge with 1 and all workers, and a reference runner in the style
@@ -80,11 +81,16 @@ def overhead(runs: int, tests_per_submission: int) -> dict[str, float]:
     for name, cfg in [
         ("sandbox per test (bwrap+cgroup+rlimits)", SandboxConfig(runner=False)),
         ("sandbox per test, cgroups off", SandboxConfig(runner=False, cgroup="off")),
+        ("sandbox per test, seccomp off", SandboxConfig(runner=False, seccomp=False)),
     ]:
         sb = Sandbox(cfg)
         results[name] = _median_ms(per_test(sb), runs)
         sb.close()
-    for name, cfg in [("runner", SandboxConfig()), ("runner, cgroups off", SandboxConfig(cgroup="off"))]:
+    for name, cfg in [
+        ("runner", SandboxConfig()),
+        ("runner, cgroups off", SandboxConfig(cgroup="off")),
+        ("runner, seccomp off", SandboxConfig(seccomp=False)),
+    ]:
         sb = open_sandbox(cfg)
         assert sb.runner_binary is not None
         session = open_session(sb, argv, mounts, limits)
@@ -94,6 +100,35 @@ def overhead(runs: int, tests_per_submission: int) -> dict[str, float]:
         results[f"{name}: per test, {tests_per_submission}-test submission"] = (
             per_submission / tests_per_submission
         )
+        sb.close()
+    return results
+
+
+GETPPID_LOOP = (
+    "#include <cstdio>\n#include <ctime>\n#include <unistd.h>\n#include <sys/syscall.h>\n"
+    "int main(){ timespec a, b; clock_gettime(CLOCK_MONOTONIC, &a);"
+    " for (int i = 0; i < 1000000; i++) syscall(SYS_getppid); clock_gettime(CLOCK_MONOTONIC, &b);"
+    ' printf("%.2f\\n", ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 1e6); }\n'
+)
+
+
+def filter_cost(repeats: int = 7) -> dict[str, float]:
+    """ns per system call (a million getppid, timed inside the sandbox) with and without the filter."""
+    tmp = Path(tempfile.mkdtemp(prefix="codefu-bench-"))
+    tmp.chmod(0o755)
+    (tmp / "loop.cpp").write_text(GETPPID_LOOP)
+    subprocess.run(["g++", "-O2", "-o", str(tmp / "loop"), str(tmp / "loop.cpp")], check=True)
+    limits = Limits(cpu_s=10, wall_s=30, memory_bytes=256 << 20, file_size_bytes=1 << 20)
+    results = {}
+    for name, seccomp in [("filter on", True), ("filter off", False)]:
+        cfg = SandboxConfig(runner=False, seccomp=seccomp)
+        sb = Sandbox(cfg)
+        ns = []
+        for _ in range(repeats):
+            r = sb.run(["/box/loop"], limits, [Mount(tmp, "/box")], tmp / "out", tmp / "err")
+            assert r.ok, r
+            ns.append(float((tmp / "out").read_text()))
+        results[f"getppid, {name}"] = statistics.median(ns)
         sb.close()
     return results
 
@@ -209,6 +244,9 @@ def main() -> None:
     print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, ms in overhead(args.runs, args.tests_per_submission).items():
         print(f"{name:<50} {ms:7.2f}")
+    print("## system-call filter: ns per system call (median)")
+    for name, ns in filter_cost().items():
+        print(f"{name:<50} {ns:7.1f}")
     if args.overhead_only:
         return
     items = workload(args.variants)

@@ -3,9 +3,10 @@
 # the compilers the judge runs), then the Python package with its test tools. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# bubblewrap: the judge's sandbox; g++: C++ submissions; util-linux: prlimit; iproute2: the launcher's
-# multi-host test (network namespaces); prometheus, chromium, chromium-driver: observability tests.
-SYSTEM_PACKAGES=(bubblewrap g++ util-linux iproute2 prometheus chromium chromium-driver)
+# bubblewrap: the judge's sandbox; libseccomp2: its system-call filter; g++: C++ submissions; util-linux:
+# prlimit; iproute2: the launcher's multi-host test (network namespaces); prometheus, chromium,
+# chromium-driver: observability tests.
+SYSTEM_PACKAGES=(bubblewrap libseccomp2 g++ util-linux iproute2 prometheus chromium chromium-driver)
 missing=()
 for pkg in "${SYSTEM_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

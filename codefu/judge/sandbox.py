@@ -20,6 +20,21 @@ limits, outlive its run, or forge its results. Every sandbox is a fresh `bwrap` 
   unlimited stack. Hard rlimits equal soft ones, so the program cannot raise them.
 - teardown: killing the sandbox's pid 1 kills every process in its pid namespace (double-forked
   orphans included); the cgroup is then emptied and removed.
+- a system-call filter (seccomp, `seccomp.py`), installed by bwrap right before the first exec and
+  inherited by every process of the sandbox (the runner, programs, compilers, checkers): a deny list
+  over a default of allow. EPERM for io_uring, keyrings (add_key, request_key, keyctl), userfaultfd,
+  bpf, perf_event_open, unshare, setns, clone with any CLONE_NEW* flag, mount and the new mount API,
+  pivot_root, chroot, ptrace, process_vm_readv/writev, kcmp, pidfd_getfd, module loading, kexec,
+  reboot, swap, setting clocks, personality other than the default (or the query), and sockets of any
+  family but AF_UNIX, AF_INET and AF_INET6; ENOSYS for clone3 (its flags are out of a filter's reach;
+  glibc falls back to clone) and for every call of another ABI (i386 `int 0x80`, x32). Nothing is
+  killed by the filter: a program may handle the error, and a correct program cannot become a
+  runtime error through it. Why a deny list and not an allow list: programs, compilers and Python's
+  standard library use ~60 distinct calls, some of them new to glibc (clone3, rseq, faccessat2,
+  close_range); an allow list would turn every toolchain update that adopts a newer call into false
+  runtime errors, that is wrong rewards, while the calls that matter for an escape are few and known.
+  Without libseccomp, or on a kernel that refuses the filter, the judge says so once and runs with
+  the other layers (`judge.sandbox.seccomp: false` turns it off, for debugging).
 
 Tests run in one of two ways (`SandboxConfig.runner`). Per test: a sandbox per run, as above
 (compilations and checker programs always run so). Per submission (the default): one sandbox whose
@@ -51,12 +66,14 @@ runner shares the program's uid, so what keeps it trusted is:
 - weaker than a sandbox per test: POSIX message queues a test creates (at most RLIMIT_MSGQUEUE, 800
   KiB by default) live on into the later tests of its submission; System V IPC objects are removed.
 
-Not contained (yet): no seccomp filter, so every system call the kernel allows an unprivileged user
-in a user namespace is reachable (kernel bugs there are the residual risk); CPU cache and timing side
-channels; disk bandwidth. Without a usable cgroup the judge falls back to per-process rlimits and
-logs what is weaker (fork bombs may then burn more CPU than the limit while they run, and memory is
-RLIMIT_AS). Without root the sandbox runs as the judge's own uid: a program could then reopen its
-stdin file (the judge's cached input) for writing through /proc/self/fd/0, in either mode.
+Not contained (yet): kernel bugs behind the system calls the filter allows (file systems, signals,
+futexes, memory management, AF_UNIX and AF_INET sockets in the empty network namespace, ...), and
+behind calls added to Linux after the filter's list (a deny list allows them until they are listed);
+CPU cache and timing side channels; disk bandwidth. Without a usable cgroup the judge falls back to
+per-process rlimits and logs what is weaker (fork bombs may then burn more CPU than the limit while
+they run, and memory is RLIMIT_AS). Without root the sandbox runs as the judge's own uid: a program
+could then reopen its stdin file (the judge's cached input) for writing through /proc/self/fd/0, in
+either mode.
 `kind="none"` runs programs directly on the host: for debugging trusted code only.
 """
 
@@ -78,6 +95,7 @@ from typing import Literal
 
 from codefu.errors import SandboxUnavailable
 from codefu.judge.cgroups import CgroupManager, RunCgroup
+from codefu.judge.seccomp import sandbox_filter
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +124,9 @@ class SandboxConfig:
     runner: bool = True
     """Tests of a submission run in one sandbox, one after another, by a trusted runner that is its pid 1
     (codefu/judge/runner.c); False: a fresh bwrap for every test (the older, ~2x slower path)."""
+    seccomp: bool = True
+    """The system-call filter of codefu/judge/seccomp.py on every sandboxed program; False: none (debugging
+    only: io_uring, keyrings, nested user namespaces, BPF, perf and every socket family become reachable)."""
 
 
 @dataclass
@@ -161,7 +182,14 @@ class Sandbox:
                 "program with many processes or threads can use several times the limits"
             )
         self._ro_binds = self._base_binds()
+        self.seccomp_program: bytes | None = None  # classic BPF that bwrap installs (--seccomp)
         if self.config.kind == "bwrap":
+            if self.config.seccomp:
+                self.seccomp_program = sandbox_filter()  # None (said once) without libseccomp
+            else:
+                log.warning(
+                    "judge.sandbox.seccomp is off: sandboxed programs run WITHOUT a system-call filter"
+                )
             self._self_test()
 
     # ---- public -------------------------------------------------------------------------------------
@@ -198,7 +226,14 @@ class Sandbox:
     # ---- bubblewrap -------------------------------------------------------------------------------
 
     def _bwrap_argv(
-        self, argv: list[str], mounts: list[Mount], cwd: str, info_fd: int, block_fd: int, as_pid_1: bool
+        self,
+        argv: list[str],
+        mounts: list[Mount],
+        cwd: str,
+        info_fd: int,
+        block_fd: int,
+        as_pid_1: bool,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         if as_pid_1:  # the command itself is pid 1 (the runner reaps and kills), not bwrap's reaper
@@ -214,6 +249,8 @@ class Sandbox:
         for m in mounts:
             args += ["--bind" if m.writable else "--ro-bind", str(m.host), m.dest]
         args += ["--chdir", cwd, "--setenv", "PATH", SANDBOX_PATH]
+        if seccomp_fd is not None:  # installed right before the exec of argv[0], inherited by all it starts
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--info-fd", str(info_fd), "--block-fd", str(block_fd), "--"]
         return args + argv
 
@@ -241,21 +278,25 @@ class Sandbox:
         the cgroup before it runs anything."""
         r_info, w_info = os.pipe()
         r_block, w_block = os.pipe()
+        seccomp_fd = _seccomp_fd(self.seccomp_program)
+        extra = (seccomp_fd,) if seccomp_fd is not None else ()
         user = {"user": self.config.uid, "group": self.config.uid, "extra_groups": []} if self.is_root else {}
         try:
             proc = subprocess.Popen(
-                prefix + self._bwrap_argv(argv, mounts, cwd, w_info, r_block, as_pid_1),
+                prefix + self._bwrap_argv(argv, mounts, cwd, w_info, r_block, as_pid_1, seccomp_fd),
                 stdin=files[0],
                 stdout=files[1],
                 stderr=files[2],
                 env={},
-                pass_fds=(w_info, r_block, *pass_fds),
+                pass_fds=(w_info, r_block, *extra, *pass_fds),
                 close_fds=True,
                 **user,
             )
         finally:
             os.close(w_info)
             os.close(r_block)
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         try:
             child = _read_child_pid(r_info)
             if child is None:
@@ -376,22 +417,47 @@ class Sandbox:
         return binds
 
     def _self_test(self) -> None:
+        """A shell must run in a sandbox, under the system-call filter when there is one. A kernel that
+        refuses the filter (no seccomp) is said once and the sandbox runs without it, as without a
+        cgroup; a sandbox that cannot start at all is SandboxUnavailable."""
+        error = self._probe()
+        if error is not None and self.seccomp_program is not None:
+            self.seccomp_program = None
+            if self._probe() is None:
+                log.warning(
+                    "the kernel refused the sandbox's system-call filter (%s): sandboxed programs run "
+                    "WITHOUT it (io_uring, keyrings, nested user namespaces, BPF, perf and every socket "
+                    "family are reachable); the other layers still hold",
+                    error,
+                )
+                return
+        if error is not None:
+            raise SandboxUnavailable(
+                f"bubblewrap could not start a sandbox ({error}). "
+                "Unprivileged user namespaces must be enabled: "
+                "`sysctl kernel.unprivileged_userns_clone=1` (Debian) or "
+                "`sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+); inside a "
+                "container, run it with --privileged or a seccomp profile allowing clone/unshare."
+            )
+
+    def _probe(self) -> str | None:
+        """None when a shell runs in a sandbox and sees the filter it should (/proc/self/status), else
+        what went wrong."""
+        script = 'echo ok; while read -r k v; do [ "$k" = Seccomp: ] && echo "$v"; done </proc/self/status'
         with tempfile.TemporaryDirectory(prefix="codefu-sbx-check-") as tmp:
             out, err = Path(tmp) / "out", Path(tmp) / "err"
             limits = Limits(cpu_s=5, wall_s=20, memory_bytes=256 << 20, file_size_bytes=1 << 20)
             try:
-                result = self.run(["/bin/sh", "-c", "echo ok"], limits, [], out, err)
+                result = self.run(["/bin/sh", "-c", script + "; true"], limits, [], out, err)
             except OSError as e:
                 raise SandboxUnavailable(f"cannot start bubblewrap: {e}") from e
-            if result.exit_code != 0 or out.read_text().strip() != "ok":
+            lines = out.read_text().split()
+            if result.exit_code != 0 or lines[:1] != ["ok"]:
                 msg = err.read_text(errors="replace").strip()[:500]
-                raise SandboxUnavailable(
-                    f"bubblewrap could not start a sandbox (exit {result.exit_code}): {msg!r}. "
-                    "Unprivileged user namespaces must be enabled: "
-                    "`sysctl kernel.unprivileged_userns_clone=1` (Debian) or "
-                    "`sysctl kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 24.04+); inside a "
-                    "container, run it with --privileged or a seccomp profile allowing clone/unshare."
-                )
+                return f"exit {result.exit_code}: {msg!r}"
+            if self.seccomp_program is not None and lines[1:2] != ["2"]:  # 2: SECCOMP_MODE_FILTER
+                return f"the sandboxed shell is not filtered (Seccomp: {lines[1:2]})"
+            return None
 
 
 def limit_hit(seen: str | None, oom: bool, cpu_s: float, code: int, limits: Limits) -> str | None:
@@ -464,6 +530,21 @@ def _rlimit_prefix(limits: Limits, config: SandboxConfig, cgroup: bool) -> list[
 
 
 _PRLIMIT = shutil.which("prlimit") or "/usr/bin/prlimit"
+
+
+def _seccomp_fd(program: bytes | None) -> int | None:
+    """A fresh file holding the filter for one bwrap to read (`--seccomp FD` reads to its end): a memfd,
+    not a pipe, which could not hold a large program before bwrap starts reading."""
+    if program is None:
+        return None
+    fd = os.memfd_create("codefu-seccomp", os.MFD_CLOEXEC)  # pass_fds makes bwrap's copy inheritable
+    try:
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _kill(pid: int) -> None:

@@ -14,6 +14,7 @@ import pytest
 from codefu.judge import Judge, JudgeConfig
 from codefu.judge.languages import CompileConfig
 from codefu.types import Problem, Status, TestCase
+from helpers import syscall_attacks
 
 ECHO_SUM = '```cpp\n#include <cstdio>\nint main(){long long a,b;scanf("%lld %lld",&a,&b);printf("%lld\\n",a+b);}\n```'
 
@@ -296,6 +297,47 @@ def test_huge_source_is_refused_before_compiling(judge):
     v = judge.judge(problem(), cpp("int main(){}\n" + "// padding\n" * 1_000_000))
     assert v.status is Status.COMPILE_ERROR
     assert "over the" in v.compile_output
+
+
+@pytest.mark.parametrize("family", syscall_attacks.FAMILIES)
+def test_system_call_filter_blocks(judge, family):
+    # io_uring, keyrings, userfaultfd, BPF, perf, nested namespaces (unshare, setns, clone and clone3 with
+    # CLONE_NEWUSER), mounts, ptrace and friends, modules, kexec and reboot, swap, clock setting,
+    # personality, socket families other than AF_UNIX/INET/INET6: each call fails as the filter answers
+    v = judge.judge(problem(expected="blocked", stdin=family), syscall_attacks.RESPONSE)
+    assert v.status is Status.ACCEPTED, (family, v.status, v.compile_output[:300], v.tests)
+
+
+def test_system_call_filter_keeps_what_programs_need(judge):
+    # threads (clone3 answers ENOSYS: glibc falls back to clone), fork, posix_spawn, files, mmap, AF_UNIX
+    # and AF_INET sockets, the personality query
+    v = judge.judge(problem(expected="works", stdin="allowed"), syscall_attacks.RESPONSE)
+    assert v.status is Status.ACCEPTED, v.tests
+
+
+def test_python_meets_the_filter_and_keeps_its_standard_library(judge):
+    body = (
+        "import concurrent.futures, os, socket, subprocess, sys\n"
+        "blocked = []\n"
+        "for name in ('AF_NETLINK', 'AF_VSOCK', 'AF_PACKET', 'AF_ALG'):\n"
+        "    try:\n"
+        "        socket.socket(getattr(socket, name), socket.SOCK_SEQPACKET).close()\n"
+        "    except PermissionError:\n"
+        "        blocked.append(name)\n"
+        "a, b = socket.socketpair()\n"
+        "socket.socket(socket.AF_INET6).close()\n"
+        "with concurrent.futures.ThreadPoolExecutor(4) as ex:\n"
+        "    threads = sum(ex.map(abs, range(10)))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(3)\n"
+        "forked = os.waitpid(pid, 0)[1] >> 8\n"
+        "sub = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True)\n"
+        "status = [line for line in open('/proc/self/status') if line.startswith('Seccomp:')]\n"
+        "print(len(blocked), threads, forked, sub.stdout.strip(), status[0].split())"
+    )
+    v = judge.judge(problem(expected="4 45 3 42 ['Seccomp:', '2']", time_limit_s=5), py(body))
+    assert v.status is Status.ACCEPTED, v.tests
 
 
 def test_binary_garbage_response(judge):
