@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 
 from codefu.data.config import PrepareConfig
-from codefu.data.raw import RawProblem
+from codefu.data.raw import RawProblem, Unsupported
 from codefu.types import TestCase
 
 # Every reason a row can be dropped, in the order the report lists them.
@@ -38,9 +38,22 @@ REASONS = (
 Filter = Callable[[RawProblem, PrepareConfig], "str | None"]
 
 
+def unsupported_because(raw: RawProblem, cfg: PrepareConfig) -> Unsupported | None:
+    """Why the judge cannot run this problem in this run: the source's reason (interactive problems, ...),
+    or a function-call problem when the prompt asks for C++ (the harness is Python-only)."""
+    if raw.unsupported is not None:
+        return raw.unsupported
+    f = raw.problem.function
+    if f is not None and cfg.language != "python":
+        kind = "function-call problem"
+        message = f"{kind} (fn_name={f.entry_point}): judged in Python only (--language python)"
+        return Unsupported(kind, message)
+    return None
+
+
 def unsupported(raw: RawProblem, cfg: PrepareConfig) -> str | None:
-    """Read fine, but the judge cannot run it yet (function-call tests, interactive problems)."""
-    return "unsupported" if raw.unsupported is not None else None
+    """Read fine, but the judge cannot run it (interactive problems; function calls outside Python)."""
+    return "unsupported" if unsupported_because(raw, cfg) is not None else None
 
 
 def date_cut(raw: RawProblem, cfg: PrepareConfig) -> str | None:

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from codefu import __version__
 from codefu.data.config import UNRATED, PrepareConfig, SourceInput
-from codefu.data.filters import FILTERS, Deduplicator, first_reason, select_hidden_tests
+from codefu.data.filters import FILTERS, Deduplicator, first_reason, select_hidden_tests, unsupported_because
 from codefu.data.raw import Malformed, RawProblem
 from codefu.data.report import PrepareReport
 from codefu.data.schema import problem_to_row
@@ -93,8 +93,8 @@ class Pipeline:
 
     def process(self, raw: RawProblem) -> tuple[Problem, str] | Drop:
         reason = first_reason(raw, self.cfg)
-        if reason == "unsupported" and raw.unsupported is not None:
-            return Drop(reason, raw.unsupported.kind, f"{raw.where}: {raw.unsupported.message}")
+        if reason == "unsupported" and (why := unsupported_because(raw, self.cfg)) is not None:
+            return Drop(reason, why.kind, f"{raw.where}: {why.message}")
         if reason:
             return Drop(reason)
         hidden = select_hidden_tests(raw, self.cfg)
@@ -105,13 +105,13 @@ class Pipeline:
             return Drop("no_bucket")
         if (kept := self.dedupe.kept_by(raw)) is not None:
             return Drop("duplicate", f"kept from {kept}", f"{raw.where}: same statement as one from {kept}")
-        p = raw.problem
-        problem = replace(
-            p,
-            private_tests=hidden,
-            preferred_language=self.cfg.language,
-            prompt=self.template.render(p.statement, p.name, self.cfg.template_seed),
-        )
+        p, seed = raw.problem, self.cfg.template_seed
+        if p.function is not None:  # the prompt asks for the function, with the dataset's starter code
+            f = p.function
+            prompt = self.template.render_function(p.statement, p.name, f.entry_point, f.starter_code, seed)
+        else:
+            prompt = self.template.render(p.statement, p.name, seed)
+        problem = replace(p, private_tests=hidden, preferred_language=self.cfg.language, prompt=prompt)
         return problem, bucket
 
 

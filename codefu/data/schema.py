@@ -8,8 +8,11 @@ One row (as CodeFu published it, plus our `extra_info`):
     reward_model  {style: "rule", ground_truth: {cf_rating, memory_limit_bytes, name,
                    private_tests{input[], output[]}, public_tests{input[], output[]},
                    time_limit{nanos, seconds}}}
-    extra_info    {split, index, bucket, source_id, statement, language, checker (JSON or null),
-                   date (YYYY-MM-DD or null), difficulty (the source's label or null)}
+    extra_info    {split, index, bucket, source_id, statement, language, checker (JSON or null:
+                   {kind, source, language[, files: {name: text}]}),
+                   date (YYYY-MM-DD or null), difficulty (the source's label or null),
+                   function (JSON or null: {entry_point, starter_code, unwrap_singleton}: a
+                   function-call problem, whose test inputs are JSON argument arrays)}
 
 Struct fields are in the order CodeFu's file has them (alphabetical), with the same types, so files we
 write concatenate with theirs. Reading is tolerant: other verl code datasets omit fields, name test keys
@@ -25,7 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from codefu.types import LANGUAGES, CheckerSpec, Problem, TestCase
+from codefu.types import LANGUAGES, CheckerSpec, FunctionSpec, Problem, TestCase, checker_files_error
 
 ABILITY = "coding-cp"
 
@@ -51,6 +54,7 @@ EXTRA_INFO = pa.struct(
         ("checker", pa.string()),
         ("date", pa.string()),
         ("difficulty", pa.string()),
+        ("function", pa.string()),  # last: rows written before it existed read as stdin problems
     ]
 )
 SCHEMA = pa.schema(
@@ -62,7 +66,7 @@ SCHEMA = pa.schema(
         ("extra_info", EXTRA_INFO),
     ]
 )
-_EXTRA_KEYS = {"statement", "language", "checker"}  # extra_info keys that map onto Problem fields
+_EXTRA_KEYS = {"statement", "language", "checker", "function"}  # extra_info keys that are Problem fields
 
 
 def seconds_to_limit(t: float) -> dict[str, float]:
@@ -93,9 +97,11 @@ def problem_to_row(
     difficulty is written as null."""
     checker = None
     if p.checker is not None:
-        checker = json.dumps(
-            {"kind": p.checker.kind, "source": p.checker.source, "language": p.checker.language}
-        )
+        c = p.checker
+        spec: dict[str, Any] = {"kind": c.kind, "source": c.source, "language": c.language}
+        if c.files:  # rows without extra files stay as they were before files existed
+            spec["files"] = dict(c.files)
+        checker = json.dumps(spec)
     return {
         "data_source": p.source,
         "prompt": [{"content": m["content"], "role": m["role"]} for m in (p.prompt or [])],
@@ -121,8 +127,28 @@ def problem_to_row(
             "checker": checker,
             "date": date or None,
             "difficulty": difficulty or None,
+            "function": function_to_json(p.function),
         },
     }
+
+
+def function_to_json(f: FunctionSpec | None) -> str | None:
+    if f is None:
+        return None
+    return json.dumps(
+        {"entry_point": f.entry_point, "starter_code": f.starter_code, "unwrap_singleton": f.unwrap_singleton}
+    )
+
+
+def function_from_json(v: Any) -> FunctionSpec | None:
+    """extra_info.function (JSON text or an object); None/"" for stdin problems and older rows."""
+    if not v:
+        return None
+    d = json.loads(v) if isinstance(v, str) else v
+    entry = d.get("entry_point")
+    if not isinstance(entry, str) or not entry.isidentifier():
+        raise ValueError(f"function: entry_point must be a Python identifier, not {entry!r}")
+    return FunctionSpec(entry, str(d.get("starter_code") or ""), bool(d.get("unwrap_singleton", False)))
 
 
 def _as_str(v: Any) -> str:
@@ -165,7 +191,11 @@ def _checker(v: Any) -> CheckerSpec | None:
     if not v:
         return None
     d = json.loads(v) if isinstance(v, str) else v
-    return CheckerSpec(kind=d["kind"], source=d["source"], language=d.get("language", "cpp"))
+    files = d.get("files") or {}  # rows written before checkers had files have none
+    if (error := checker_files_error(files)) is not None:
+        raise ValueError(f"checker: {error}")
+    language = d.get("language", "cpp")
+    return CheckerSpec(kind=d["kind"], source=d["source"], language=language, files=dict(files))
 
 
 def row_to_problem(row: dict[str, Any], fallback_name: str) -> Problem:
@@ -193,6 +223,7 @@ def row_to_problem(row: dict[str, Any], fallback_name: str) -> Problem:
         rating=int(rating) if rating else None,
         preferred_language=language if language in LANGUAGES else "cpp",
         checker=_checker(extra.get("checker")),
+        function=function_from_json(extra.get("function")),
         source=row.get("data_source") or "",
         prompt=prompt,
         extra={k: v for k, v in extra.items() if k not in _EXTRA_KEYS},

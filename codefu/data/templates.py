@@ -5,6 +5,11 @@ model's chat markers, like CodeFu's) and `messages`: a list of {role, content}. 
 `{name}` and `{<variant slot>}` are replaced; every other brace is left alone. `variants` maps a slot to a
 list of strings; a problem gets the one picked by a hash of (seed, problem name, slot), so the choice is
 stable across runs and machines.
+
+Function-call problems (`Problem.function`: LeetCode-style, the judge calls a function) are rendered from
+`function_messages` instead, which may also use `{entry_point}` (the function's name) and
+`{starter_code}` (the dataset's signature, or a line naming the function when it has none); a template
+without them uses python.yaml's (Python: the only language with a function-call harness).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import yaml
 from codefu.errors import CodefuError
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
-_FIXED_SLOTS = ("statement", "name")
+_FIXED_SLOTS = ("statement", "name", "entry_point", "starter_code")
 
 
 @dataclass(frozen=True)
@@ -30,11 +35,26 @@ class Template:
     messages: tuple[tuple[str, str], ...]  # (role, content with {slots})
     variants: dict[str, tuple[str, ...]] = field(default_factory=dict)
     chat_rendered: bool = False
+    function_messages: tuple[tuple[str, str], ...] = ()  # for function-call problems; () = the default
     path: str = ""
     sha256: str = ""
 
     def render(self, statement: str, name: str, seed: int = 0) -> list[dict[str, str]]:
-        values = {"statement": statement, "name": name}
+        return self._render(self.messages, {"statement": statement, "name": name}, seed)
+
+    def render_function(
+        self, statement: str, name: str, entry_point: str, starter_code: str, seed: int = 0
+    ) -> list[dict[str, str]]:
+        """The prompt of a function-call problem (`function_messages`, or the default)."""
+        starter = starter_code.rstrip() or f"# a function named {entry_point}"
+        values = {"statement": statement, "name": name, "entry_point": entry_point, "starter_code": starter}
+        messages = self.function_messages or load_template("python").function_messages
+        return self._render(messages, values, seed)
+
+    def _render(
+        self, messages: tuple[tuple[str, str], ...], values: dict[str, str], seed: int
+    ) -> list[dict[str, str]]:
+        name = values["name"]
         for slot, options in self.variants.items():
             digest = hashlib.blake2b(f"{seed}\0{name}\0{slot}".encode(), digest_size=8).digest()
             values[slot] = options[int.from_bytes(digest, "big") % len(options)]
@@ -42,7 +62,7 @@ class Template:
         # One pass: text coming from the statement is never scanned for slots again.
         return [
             {"role": role, "content": pattern.sub(lambda m: values[m.group(1)], text)}
-            for role, text in self.messages
+            for role, text in messages
         ]
 
 
@@ -70,11 +90,10 @@ def load_template(name_or_path: str) -> Template:
 def _build(d: object, path: Path, sha: str) -> Template:
     if not isinstance(d, dict) or not isinstance(d.get("messages"), list) or not d["messages"]:
         raise CodefuError(f"{path}: a template needs a non-empty `messages` list")
-    messages = []
-    for i, m in enumerate(d["messages"]):
-        if not (isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
-            raise CodefuError(f"{path}: messages[{i}] must be {{role: str, content: str}}")
-        messages.append((m["role"], m["content"]))
+    messages = _messages(d["messages"], path, "messages")
+    function_messages = _messages(d.get("function_messages") or [], path, "function_messages")
+    if function_messages and not any("{statement}" in text for _, text in function_messages):
+        raise CodefuError(f"{path}: no function_messages entry contains {{statement}}")
     variants = {}
     for slot, options in (d.get("variants") or {}).items():
         if slot in _FIXED_SLOTS or not options or not all(isinstance(o, str) for o in options):
@@ -92,6 +111,18 @@ def _build(d: object, path: Path, sha: str) -> Template:
         messages=tuple(messages),
         variants=variants,
         chat_rendered=bool(d.get("chat_rendered", False)),
+        function_messages=tuple(function_messages),
         path=str(path),
         sha256=sha,
     )
+
+
+def _messages(raw: object, path: Path, key: str) -> list[tuple[str, str]]:
+    if not isinstance(raw, list):
+        raise CodefuError(f"{path}: {key} must be a list of {{role, content}}")
+    messages = []
+    for i, m in enumerate(raw):
+        if not (isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)):
+            raise CodefuError(f"{path}: {key}[{i}] must be {{role: str, content: str}}")
+        messages.append((m["role"], m["content"]))
+    return messages

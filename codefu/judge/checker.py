@@ -15,7 +15,8 @@ token pair, where `expected` decides the kind:
 - `yes`/`no` (any case) compare case-insensitively, as Codeforces accepts for yes/no problems;
 - anything else must match exactly.
 
-A problem can bring its own checker (`Problem.checker`) for statements with several valid answers.
+A problem can bring its own checker (`Problem.checker`) for statements with several valid answers: a
+Python function, or a checker program speaking testlib's exit codes (`interpret_checker_exit`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import signal
 from collections.abc import Callable
+from dataclasses import dataclass
+
+from codefu.types import Status
 
 _INT = re.compile(r"[+-]?\d+")
 # unambiguous, so a hostile million-digit token fails in linear time
@@ -83,3 +88,84 @@ def load_python_checker(ref: str) -> PythonChecker:
     if not callable(fn):
         raise ValueError(f"python checker {ref!r} is not callable")
     return fn
+
+
+# ---- checker programs (testlib's protocol) -----------------------------------------------------------
+
+# testlib.h's default exit codes (without EJUDGE, CONTESTER or TESTSYS defined)
+EXIT_OK, EXIT_WA, EXIT_PE, EXIT_FAIL, EXIT_DIRT, EXIT_POINTS, EXIT_UNEXPECTED_EOF = 0, 1, 2, 3, 4, 7, 8
+CHECKER_MESSAGE_CHARS = 500
+# testlib's quitp writes "points <value> <message>"; the "points " prefix is optional here
+_POINTS = re.compile(r"(?:points\s+)?([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(?:\s|$)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CheckerOutcome:
+    """What a checker said about one output: ACCEPTED, WRONG_ANSWER (points set for a partially correct
+    one), or SANDBOX_ERROR when the checker itself failed (never the contestant's fault)."""
+
+    status: Status
+    message: str = ""
+    points: float | None = None  # fraction of the test earned, when the checker gave points
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def interpret_checker_exit(
+    exit_code: int | None, text: str, limit: str | None = None, problem: str = ""
+) -> CheckerOutcome:
+    """A checker program's run -> outcome, by testlib's exit codes.
+
+    `text` is what the checker wrote (testlib: stderr, e.g. "wrong answer expected 3, found 4"),
+    `limit` the sandbox limit that stopped it, if one did. The rules:
+
+    - 0 (_ok) ACCEPTED; 1 (_wa) WRONG_ANSWER;
+    - 2 (_pe), 4 (_dirt) and 8 (_unexpected_eof, with ENABLE_UNEXPECTED_EOF) WRONG_ANSWER, the message
+      saying presentation error: a contest judge reports PE, but it is a rejected answer all the same;
+    - 7 (_points, testlib's quitp): the first number of the message (after testlib's "points " prefix)
+      is the fraction of the test earned, in [0, 1]: 1 is ACCEPTED, less is WRONG_ANSWER with `points`;
+      a missing or out-of-range number is the checker's failure;
+    - 3 (_fail), any other code (testlib's `_pc(n)` exits PC_BASE_EXIT_CODE + n, whose base and scale
+      depend on the judging system, so they are not read), a signal, a limit: SANDBOX_ERROR, with a
+      message naming the problem and what the checker did.
+    """
+    text = text.strip()
+    said = f": {text}" if text else ""
+    who = f"checker of {problem!r}" if problem else "checker"
+
+    def ours(what: str) -> CheckerOutcome:
+        return CheckerOutcome(Status.SANDBOX_ERROR, f"{who} {what}{said}"[:CHECKER_MESSAGE_CHARS])
+
+    if limit is not None:
+        reason = {"cpu": "CPU time", "wall": "wall-clock time", "memory": "memory", "output": "output size"}
+        return ours(f"exceeded its {reason.get(limit, limit)} limit")
+    if exit_code is None:
+        return ours("did not report an exit status")
+    if exit_code == EXIT_OK:
+        return CheckerOutcome(Status.ACCEPTED, f"checker: {text}"[:CHECKER_MESSAGE_CHARS] if text else "")
+    if exit_code == EXIT_WA:
+        message = f"checker: {text or 'wrong answer'}"
+        return CheckerOutcome(Status.WRONG_ANSWER, message[:CHECKER_MESSAGE_CHARS])
+    if exit_code in (EXIT_PE, EXIT_DIRT, EXIT_UNEXPECTED_EOF):
+        message = f"checker: presentation error (exit {exit_code}), judged as wrong answer{said}"
+        return CheckerOutcome(Status.WRONG_ANSWER, message[:CHECKER_MESSAGE_CHARS])
+    if exit_code == EXIT_FAIL:
+        return ours("failed (exit 3, testlib's _fail)")
+    if exit_code == EXIT_POINTS:
+        m = _POINTS.match(text)
+        points = float(m.group(1)) if m else math.nan
+        if not 0 <= points <= 1:  # NaN too
+            return ours("gave points (exit 7) without a fraction in [0, 1] first in its message")
+        if points == 1:
+            return CheckerOutcome(Status.ACCEPTED, f"checker: {text}"[:CHECKER_MESSAGE_CHARS], 1.0)
+        message = f"checker: partially correct ({points:g} of the test){said}"
+        return CheckerOutcome(Status.WRONG_ANSWER, message[:CHECKER_MESSAGE_CHARS], points)
+    if exit_code > 128:  # the sandbox reports a signal N as 128 + N
+        return ours(f"crashed (exit {exit_code}: killed by {_signal_name(exit_code - 128)})")
+    return ours(f"exited with status {exit_code}, which is not a testlib verdict")
+

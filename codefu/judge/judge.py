@@ -19,17 +19,38 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from codefu.judge.checker import load_python_checker, outputs_match
+from codefu.judge.checker import (
+    CheckerOutcome,
+    interpret_checker_exit,
+    load_python_checker,
+    outputs_match,
+)
 from codefu.judge.extract import Program, extract_program
+from codefu.judge.function_call import check_output, harnessed, install_harness, language_error
 from codefu.judge.languages import CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
 from codefu.judge.runner import open_sandbox, open_session
 from codefu.judge.sandbox import Limits, Mount, RunResult, SandboxConfig, make_work_dir
-from codefu.types import Problem, Status, TestCase, TestResult, Verdict
+from codefu.types import Problem, Status, TestCase, TestResult, Verdict, checker_files_error
 
 log = logging.getLogger(__name__)
 
 STDERR_CHARS = 500
+# Runs a Python checker program: an uncaught exception would exit 1, which testlib reads as "wrong answer",
+# so it exits 3 (_fail) instead; the script's folder (its extra files) is importable as when run directly.
+PYTHON_CHECKER = """\
+import os, runpy, sys, traceback
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(sys.argv[0]))
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit:
+    raise
+except BaseException as e:
+    sys.stderr.write(f"checker raised {type(e).__name__}: {e}\\n")
+    traceback.print_exc()
+    sys.exit(3)
+"""
 
 
 @dataclass
@@ -56,6 +77,12 @@ class JudgeConfig:
     """Extra factor on the time limit for Python solutions (CodeContests limits are set for C++)."""
     output_limit_bytes: int = 64 << 20
     float_tol: float = 1e-6
+    checker_time_s: float = 10.0
+    """CPU-time limit of a problem's checker program on one test (at least twice the problem's time
+    limit; wall clock: twice that plus 1 s). A checker over a limit is our error (SANDBOX_ERROR)."""
+    checker_memory_bytes: int = 1 << 30
+    checker_compile_time_s: float = 60.0
+    """Compile-time limit of a checker program (compiled once per judge; a real testlib.h is large)."""
     max_source_bytes: int = 256 << 10
     work_dir: str | None = None
     """Where programs, inputs and precompiled headers live (default: a private folder in $TMPDIR)."""
@@ -77,6 +104,7 @@ class Judge:
         (self.run_dir / "inputs").mkdir()
         (self.run_dir / "io").mkdir()
         self.compiler = Compiler(self.config.compile, self.sandbox, self.run_dir, self.root / "pch")
+        self.harness_dir = install_harness(self.run_dir)  # for function-call problems
         self._tests_pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-test")
         self._submissions_pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-sub")
 
@@ -134,6 +162,8 @@ class Judge:
             )
         if not tests:
             return Verdict(Status.SANDBOX_ERROR, language=program.language, message="problem has no tests")
+        if problem.function is not None and (error := language_error(program)) is not None:
+            return Verdict(Status.COMPILE_ERROR, total=total, language=program.language, compile_output=error)
         with self.compiler.compiled(program) as compiled:
             if not compiled.ok:
                 return Verdict(
@@ -142,15 +172,24 @@ class Judge:
                     language=program.language,
                     compile_output=compiled.message,
                 )
+            if problem.function is not None:  # run under the function-call harness
+                compiled = harnessed(compiled, self.harness_dir, problem.function)
             results = self._run_tests(problem, program, compiled, tests)
         passed = sum(r.status is Status.ACCEPTED for r in results if r is not None)
+        # a test a checker gave partial points counts as that fraction in the score
+        score = sum(
+            1.0 if r.status is Status.ACCEPTED else r.points or 0.0 for r in results if r is not None
+        )
         first_failure = next(
             (i for i, r in enumerate(results) if r is not None and r.status is not Status.ACCEPTED), None
         )
-        if any(r is not None and r.status is Status.SANDBOX_ERROR for r in results):
-            status = Status.SANDBOX_ERROR
+        ours = next((r for r in results if r is not None and r.status is Status.SANDBOX_ERROR), None)
+        if ours is not None:
+            status, message = Status.SANDBOX_ERROR, ours.message
+        elif first_failure is None:
+            status, message = Status.ACCEPTED, ""
         else:
-            status = Status.ACCEPTED if first_failure is None else results[first_failure].status
+            status, message = results[first_failure].status, results[first_failure].message
         return Verdict(
             status,
             passed=passed,
@@ -159,7 +198,8 @@ class Judge:
             tests=[r for r in results if r is not None],
             first_failure=first_failure,
             compile_output=compiled.message,
-            message=results[first_failure].message if first_failure is not None else "",
+            message=message,
+            score=score,
         )
 
     def _run_tests(
@@ -198,7 +238,10 @@ class Judge:
                         session = self._open_session(compiled, limits)
                     run = session.run if session is not None else None
                     results[i] = self._run_test(problem, tests[i], limits, run)
-                    if early_stop and results[i].status is not Status.ACCEPTED:
+                    status = results[i].status
+                    # after our own failure (a broken checker, say) the verdict is SANDBOX_ERROR whatever
+                    # the other tests give: don't spend a checker's limits on each of them
+                    if status is Status.SANDBOX_ERROR or (early_stop and status is not Status.ACCEPTED):
                         with lock:
                             stop = True
             finally:
@@ -258,8 +301,14 @@ class Judge:
                 result.status = Status.RUNTIME_ERROR
                 note = f" ({r.note})" if r.note else ""
                 result.message = f"exit status {r.exit_code}{note}\n{stderr}"[:STDERR_CHARS]
-            elif not self._check(problem, test, out):
-                result.status = Status.WRONG_ANSWER
+            elif problem.function is not None:  # compared here, outside the sandbox
+                result.status, note = check_output(test, out, problem.function, self.config.float_tol)
+                result.message = note or result.message
+            else:
+                outcome = self._check(problem, test, out)
+                result.status, result.points = outcome.status, outcome.points
+                if outcome.message:
+                    result.message = outcome.message
             if r.note and not result.message:
                 result.message = r.note
             return result
@@ -269,21 +318,31 @@ class Judge:
 
     # ---- checking ---------------------------------------------------------------------------------
 
-    def _check(self, problem: Problem, test: TestCase, output: Path) -> bool:
-        actual = output.read_bytes().decode("utf-8", errors="replace")
+    def _check(self, problem: Problem, test: TestCase, output: Path) -> CheckerOutcome:
         checker = problem.checker
+        if checker is not None and checker.kind == "program":
+            return self._run_checker_program(problem, test, output)
+        actual = output.read_bytes().decode("utf-8", errors="replace")
         if checker is None:
-            return outputs_match(test.output, actual, self.config.float_tol)
-        if checker.kind == "python":
-            return bool(load_python_checker(checker.source)(test.input, test.output, actual))
-        return self._run_checker_program(problem, test, output)
+            ok = outputs_match(test.output, actual, self.config.float_tol)
+        else:
+            ok = bool(load_python_checker(checker.source)(test.input, test.output, actual))
+        return CheckerOutcome(Status.ACCEPTED if ok else Status.WRONG_ANSWER)
 
-    def _run_checker_program(self, problem: Problem, test: TestCase, output: Path) -> bool:
-        assert problem.checker is not None
-        program = Program(problem.checker.language, problem.checker.source)
-        with self.compiler.compiled(program) as checker:
+    def _run_checker_program(self, problem: Problem, test: TestCase, output: Path) -> CheckerOutcome:
+        """Run the problem's checker (compiled once per judge, in the sandbox, under the checker limits)
+        on one output; whatever goes wrong with the checker is SANDBOX_ERROR naming the problem."""
+        spec = problem.checker
+        assert spec is not None
+        if (error := checker_files_error(spec.files)) is not None:
+            message = f"checker of {problem.name!r}: {error}"
+            return CheckerOutcome(Status.SANDBOX_ERROR, message[:STDERR_CHARS])
+        program = Program(spec.language, spec.source)
+        with self.compiler.compiled(program, spec.files, self.config.checker_compile_time_s) as checker:
             if not checker.ok:
-                raise RuntimeError(f"checker of {problem.name!r} does not compile: {checker.message[:300]}")
+                log.warning("checker of %r does not compile: %s", problem.name, checker.message[:300])
+                message = f"checker of {problem.name!r} does not compile: {checker.message}"
+                return CheckerOutcome(Status.SANDBOX_ERROR, message[:STDERR_CHARS])
             case = Path(tempfile.mkdtemp(dir=self.run_dir / "io"))
             try:
                 (case / "input.txt").write_text(test.input)
@@ -292,14 +351,23 @@ class Judge:
                 case.chmod(0o755)
                 for f in case.iterdir():
                     f.chmod(0o644)
-                argv = [*checker.run_argv, "/check/input.txt", "/check/output.txt", "/check/answer.txt"]
-                cpu = max(10.0, problem.time_limit_s * 2)
-                limits = Limits(cpu, cpu * 2, 1 << 30, self.config.output_limit_bytes)
+                argv = checker.run_argv
+                if spec.language == "python":  # [python, -B, script]
+                    argv = [*argv[:-1], "-c", PYTHON_CHECKER, argv[-1]]
+                argv = [*argv, "/check/input.txt", "/check/output.txt", "/check/answer.txt"]
+                cpu = max(self.config.checker_time_s, problem.time_limit_s * 2)
+                limits = Limits(
+                    cpu, cpu * 2 + 1, self.config.checker_memory_bytes, self.config.output_limit_bytes
+                )
                 mounts = [*checker.mounts, Mount(case, "/check")]
-                r = self.sandbox.run(argv, limits, mounts, case / "checker.out", case / "checker.err")
-                if r.limit is not None:
-                    raise RuntimeError(f"checker of {problem.name!r} exceeded its {r.limit} limit")
-                return r.exit_code == 0
+                out, err = case / "checker.out", case / "checker.err"
+                r = self.sandbox.run(argv, limits, mounts, out, err)
+                # testlib writes its verdict to stderr; some checkers print it to stdout
+                text = read_head(err, STDERR_CHARS).strip() or read_head(out, STDERR_CHARS)
+                outcome = interpret_checker_exit(r.exit_code, text, r.limit, problem.name)
+                if outcome.status is Status.SANDBOX_ERROR:
+                    log.warning("%s", outcome.message)
+                return outcome
             finally:
                 shutil.rmtree(case, ignore_errors=True)
 

@@ -3,7 +3,8 @@
 Compilation runs inside the sandbox too: the source is hostile (`#include </dev/urandom>`, template
 explosions, gigabyte arrays), so the compiler gets its own CPU, wall, memory and file-size limits.
 Identical programs (common within a GRPO group) compile once: results are cached by a hash of the
-source, the language, the compiler's identity and the flags.
+source, the language, the compiler's identity and the flags (and, for checker programs, the extra files
+placed beside the source, such as a problem's testlib.h).
 """
 
 from __future__ import annotations
@@ -75,9 +76,16 @@ class Compiler:
         self.misses = 0
 
     @contextlib.contextmanager
-    def compiled(self, program: Program) -> Iterator[Compiled]:
-        """The compiled program, kept on disk (not evicted from the cache) while the block runs."""
-        key = self._key(program)
+    def compiled(
+        self, program: Program, files: dict[str, str] | None = None, time_s: float | None = None
+    ) -> Iterator[Compiled]:
+        """The compiled program, kept on disk (not evicted from the cache) while the block runs.
+
+        `files` (plain name -> text) are written beside the source before it compiles and stay beside
+        the program when it runs (a checker's testlib.h); `time_s` overrides the compile time limit
+        (not part of the cache key)."""
+        files = files or {}
+        key = self._key(program, files)
         with self._lock:
             entry = self._entries.get(key)
             owner = entry is None
@@ -92,7 +100,7 @@ class Compiler:
         try:
             if owner:
                 try:
-                    entry.result = self._build(program, key)
+                    entry.result = self._build(program, key, files, time_s)
                 finally:
                     entry.done.set()
             entry.done.wait()
@@ -109,17 +117,21 @@ class Compiler:
 
     # ---- building ---------------------------------------------------------------------------------
 
-    def _build(self, program: Program, key: str) -> Compiled:
+    def _build(self, program: Program, key: str, files: dict[str, str], time_s: float | None) -> Compiled:
         directory = self.work_dir / "programs" / key
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
         if self.sandbox.is_root:  # the sandbox user writes its output here
             os.chown(directory, self.sandbox.config.uid, self.sandbox.config.uid)
+        for name, content in files.items():  # names are checked by the caller: plain, not main.*
+            if "/" in name or name in (".", ".."):
+                raise ValueError(f"extra file name {name!r} is not a plain file name")
+            (directory / name).write_bytes(content.encode("utf-8", errors="replace"))
         if program.language == "cpp":
-            return self._build_cpp(program.source, directory)
-        return self._build_python(program.source, directory)
+            return self._build_cpp(program.source, directory, time_s)
+        return self._build_python(program.source, directory, time_s)
 
-    def _build_cpp(self, source: str, directory: Path) -> Compiled:
+    def _build_cpp(self, source: str, directory: Path, time_s: float | None = None) -> Compiled:
         (directory / "main.cpp").write_bytes(source.encode("utf-8", errors="replace"))
         mounts = [Mount(directory, BOX, writable=True)]
         argv = [self.config.cpp_compiler, *self.config.cpp_flags, "-fmax-errors=10", "-pipe"]
@@ -128,24 +140,27 @@ class Compiler:
             mounts.append(Mount(pch, PCH_DIR))
             argv += ["-I", PCH_DIR]
         argv += ["main.cpp", "-o", "main"]
-        ok, message = self._run_compiler(argv, mounts, directory)
+        ok, message = self._run_compiler(argv, mounts, directory, time_s)
         if ok and not (directory / "main").exists():
             ok, message = False, message or "the compiler produced no executable"
         return Compiled("cpp", ok, [f"{BOX}/main"], [Mount(directory, BOX)], message, directory)
 
-    def _build_python(self, source: str, directory: Path) -> Compiled:
+    def _build_python(self, source: str, directory: Path, time_s: float | None = None) -> Compiled:
         (directory / "main.py").write_bytes(source.encode("utf-8", errors="replace"))
         check = "import sys; compile(open(sys.argv[1], 'rb').read(), 'main.py', 'exec')"
         mounts = [Mount(directory, BOX)]
         ok, message = self._run_compiler(
-            [self.config.python, "-c", check, f"{BOX}/main.py"], mounts, directory
+            [self.config.python, "-c", check, f"{BOX}/main.py"], mounts, directory, time_s
         )
         run = [self.config.python, "-B", f"{BOX}/main.py"]
         return Compiled("python", ok, run, mounts, message, directory)
 
-    def _run_compiler(self, argv: list[str], mounts: list[Mount], directory: Path) -> tuple[bool, str]:
+    def _run_compiler(
+        self, argv: list[str], mounts: list[Mount], directory: Path, time_s: float | None = None
+    ) -> tuple[bool, str]:
         cfg = self.config
-        limits = Limits(cfg.time_s, cfg.time_s * 1.5, cfg.memory_bytes, cfg.output_bytes)
+        cpu = cfg.time_s if time_s is None else time_s
+        limits = Limits(cpu, cpu * 1.5, cfg.memory_bytes, cfg.output_bytes)
         out, err = directory / "compile.out", directory / "compile.err"
         result = self.sandbox.run(argv, limits, mounts, out, err, cwd=BOX)
         text = read_head(out, cfg.diagnostics_chars) + read_head(err, cfg.diagnostics_chars)
@@ -213,9 +228,11 @@ class Compiler:
         except (OSError, subprocess.SubprocessError):
             return self.config.cpp_compiler
 
-    def _key(self, program: Program) -> str:
+    def _key(self, program: Program, files: dict[str, str] | None = None) -> str:
         h = hashlib.sha256()
         parts = [program.language, self._identity, *self.config.cpp_flags, self.config.python, program.source]
+        for name in sorted(files or {}):  # length-prefixed: no two file sets hash alike by concatenation
+            parts += [f"file {len(name)} {len(files[name])}", name, files[name]]
         for part in parts:
             h.update(part.encode("utf-8", errors="replace") + b"\0")
         return h.hexdigest()[:32]

@@ -20,7 +20,9 @@ TestSet = Literal["private", "public+private"]
 def codefu_reward(v: Verdict) -> float:
     """The CodeFu blog: -1 no code, -0.5 compile error, 0 time limit, else the fraction of tests passed.
 
-    "Time limit" is the submission's verdict, i.e. its first failing test timed out.
+    "Time limit" is the submission's verdict, i.e. its first failing test timed out. A test a problem's
+    checker gave partial points (testlib's quitp) counts as that fraction (`Verdict.score_ratio`, equal to
+    the pass ratio when no checker gives points).
     """
     if v.status is Status.NO_CODE:
         return -1.0
@@ -28,7 +30,7 @@ def codefu_reward(v: Verdict) -> float:
         return -0.5
     if v.status is Status.TIME_LIMIT:
         return 0.0
-    return v.pass_ratio
+    return v.score_ratio
 
 
 def all_pass_reward(v: Verdict) -> float:
@@ -38,12 +40,13 @@ def all_pass_reward(v: Verdict) -> float:
 
 
 def codefu_stage1_reward(v: Verdict) -> float:
-    """The CodeFu-7B model card, stage 1: -1 no code, 0 compile error or time limit, else ratio^1.5."""
+    """The CodeFu-7B model card, stage 1: -1 no code, 0 compile error or time limit, else ratio^1.5 (the
+    ratio counting partially correct tests by their points, as in `codefu_reward`)."""
     if v.status is Status.NO_CODE:
         return -1.0
     if v.status in (Status.COMPILE_ERROR, Status.TIME_LIMIT):
         return 0.0
-    return v.pass_ratio**1.5
+    return v.score_ratio**1.5
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """TACO, APPS, LiveCodeBench and open-r1/codeforces on fixture files in each dataset's published schema and
 layout (tests/data/sources/, written by its build.py; each row's comment there says what it is for), and
 `prepare` reading several sources in one run: counts per source, details with an example each, the date
-cut, duplicates across sources, and checkers carried through to the parquet."""
+cut, duplicates across sources, and checkers and function-call problems carried through to the parquet."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from codefu.data.prepare import TABLE_SOURCES, prepare
 from codefu.data.raw import Malformed, RawProblem
 from codefu.data.sources import livecodebench as lcb
 from codefu.errors import CodefuError
-from codefu.types import CheckerSpec
+from codefu.types import CheckerSpec, FunctionSpec
 from codefu.types import TestCase as Case
 
 FIX = Path(__file__).resolve().parents[1] / "data" / "sources"
@@ -66,10 +66,11 @@ def test_taco_rows_from_its_arrow_and_parquet_files():
     assert lines.rating is None and (lines.time_limit_s, lines.memory_limit_bytes) == (2.0, 256 * MIB)
     assert lines.private_tests == [Case("3\n1 2 3", "1\n2\n3")] and good["Lines"].date == ""
     assert (good["Sum"].problem.time_limit_s, good["Sum"].problem.memory_limit_bytes) == (0.5, 64 * MIB)
-    add = good["https://www.codewars.com/kata/add"]
-    assert add.unsupported is not None and add.unsupported.kind == "function-call problem"
-    assert add.unsupported.message == "function-call problem (fn_name=add): not supported yet"
-    assert [r.unsupported is not None for r in good.values()].count(True) == 2  # add, and test's maxProfit
+    add = good["https://www.codewars.com/kata/add"].problem  # a function call: JSON arguments in, value out
+    assert add.function == FunctionSpec("add", "def add(a, b):\n\t", unwrap_singleton=True)
+    assert add.private_tests == [Case("[1, 2]", "3"), Case("[3, 4]", "7")] and add.preferred_language == "python"
+    assert [r.problem.function is not None for r in good.values()].count(True) == 2  # and test's maxProfit
+    assert all(r.unsupported is None for r in good.values())
     assert bad == {
         ("test-00000-of-00001.parquet", 2, "difficulty"),
         ("data-00000-of-00001.arrow", 2, "input_output"),
@@ -96,8 +97,10 @@ def test_apps_rows_and_skips():
     assert (first.problem.time_limit_s, first.problem.memory_limit_bytes) == (2.0, 256 * MIB)
     assert good["test/0"].split == "test" and good["test/0"].problem.rating == 1400  # ids restart per split
     assert good["train/5"].problem.rating == 2000
-    message = good["train/1"].unsupported.message
-    assert message == "function-call problem (fn_name=maxProfit): not supported yet"
+    profit = good["train/1"].problem
+    assert profit.function is not None and profit.function.entry_point == "maxProfit"
+    assert profit.function.starter_code.startswith("class Solution:") and profit.function.unwrap_singleton
+    assert profit.private_tests == [Case("[[7, 1, 5, 3, 6, 4]]", "5")]  # one argument: the list
     assert good["train/2"].problem.private_tests == []  # input_output "": no_private_tests later
     assert bad == {("test.jsonl", 2, "question"), ("train.jsonl", 4, "input_output"), ("train.jsonl", 5, "-")}
 
@@ -111,8 +114,10 @@ def test_livecodebench_plain_and_compressed_private_tests_decode():
     assert good["1873_A"].problem.private_tests == [Case("2\n4 5\n", "9\n"), Case("1\n0\n", "0\n")]
     assert good["abc330_b"].problem.private_tests == [Case("2\n10 20\n", "30\n")]
     assert good["abc330_b"].problem.rating == 2000 and good["abc330_b"].difficulty == "hard"
-    functional = good["2848"].unsupported
-    assert functional.kind == "functional tests" and "func_name=numberOfPoints" in functional.message
+    functional = good["2848"].problem  # one JSON argument per input line -> a JSON array of arguments
+    assert functional.function == FunctionSpec("numberOfPoints", "") and good["2848"].unsupported is None
+    assert functional.public_tests == [Case("[[[3, 6], [1, 5]]]", "7")]
+    assert functional.private_tests == [Case("[[[1, 3]]]", "3")]
     assert bad == {
         ("test2.jsonl", 2, "private_test_cases"),  # base64, but not zlib
         ("test2.jsonl", 3, "contest_date"),
@@ -168,7 +173,9 @@ def test_several_sources_in_one_run_count_per_source_and_nothing_is_lost(tmp_pat
     assert report.details[("apps", "duplicate", "kept from taco")] == 1
     assert report.details[("taco", "unsupported", "function-call problem")] == 2
     assert report.details[("livecodebench", "malformed", "column 'private_test_cases'")] == 2
-    assert "fn_name=maxProfit" in report.examples[("taco", "unsupported", "function-call problem")]
+    example = report.examples[("taco", "unsupported", "function-call problem")]  # the default run is C++
+    assert "fn_name=maxProfit" in example and "--language python" in example
+    assert report.details[("livecodebench", "unsupported", "function-call problem")] == 1
     table = report.table()
     assert "livecodebench" in table.splitlines()[0] and "kept from taco" in table
     manifest = json.loads((out / "manifest.json").read_text())
@@ -190,6 +197,25 @@ def test_a_generated_checker_round_trips_through_the_parquet(tmp_path):
     assert loaded["1001/B. Pair"].checker == CheckerSpec(kind="program", source=source, language="cpp")
     assert loaded["1000/A. Triangular"].checker is None and loaded["1001/B. Pair"].source == "codeforces"
     assert loaded["2000/A. Cube"].extra["date"] == "2024-05-29"
+
+
+def test_function_call_problems_are_kept_for_python_with_a_function_prompt(tmp_path):
+    sources = ("taco", FIX / "taco"), ("apps", FIX / "apps"), ("livecodebench", FIX / "livecodebench")
+    report, out = run(tmp_path, *sources, language="python")
+    assert all(report.sources[name]["unsupported"] == 0 for name in ("taco", "apps", "livecodebench"))
+    loaded = {p.name: p for p in load_problems(out)}
+    functions = {name: p for name, p in loaded.items() if p.function is not None}
+    assert sorted(functions) == ["Problem 2848", "apps-train-1", "https://www.codewars.com/kata/add",
+                                 "test-00000-of-00001-1"]  # fmt: skip
+    add = functions["https://www.codewars.com/kata/add"]
+    assert add.function == FunctionSpec("add", "def add(a, b):\n\t", unwrap_singleton=True)
+    assert add.preferred_language == "python" and add.private_tests[0] == Case("[1, 2]", "3")
+    prompt = add.prompt[0]["content"]
+    assert "Complete the function `add`" in prompt and "```python\ndef add(a, b):\n```" in prompt
+    assert "standard input and writes" not in prompt  # not the stdin instructions
+    assert loaded["Problem 2848"].function == FunctionSpec("numberOfPoints", "")
+    assert "# a function named numberOfPoints" in loaded["Problem 2848"].prompt[0]["content"]  # no starter
+    assert loaded["Inversions"].function is None and "standard input" in loaded["Inversions"].prompt[0]["content"]
 
 
 def test_duplicates_across_sources_keep_the_first_seen(tmp_path):

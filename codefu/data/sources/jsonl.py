@@ -5,7 +5,8 @@
  "tests": [{"input": "5 7\\n", "output": "12\\n"}, ...],       # hidden tests ("private_tests" too)
  "time_limit_s": 1.0, "memory_limit_bytes": 268435456,        # optional: 2 s, 256 MiB
  "rating": 800, "language": "cpp", "split": "train",           # optional
- "checker": {"kind": "python", "source": "mypkg.checkers:sum"}, # optional
+ "checker": {"kind": "python", "source": "mypkg.checkers:sum"}, # optional; a program: "program", its
+   source, "language" and "files" ({"testlib.h": "..."}, placed beside it)
  "prompt": [{"role": "user", "content": "..."}], "extra": {}}  # optional
 """
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from codefu.data.raw import Malformed, RawProblem
 from codefu.errors import CodefuError
-from codefu.types import LANGUAGES, CheckerSpec, Problem, TestCase
+from codefu.types import LANGUAGES, CheckerSpec, Problem, TestCase, checker_files_error
 
 _KNOWN = {
     "name", "statement", "public_tests", "tests", "private_tests", "generated_tests", "time_limit_s",
@@ -53,8 +54,14 @@ def _checker(v: Any) -> CheckerSpec | None:
     if v is None:
         return None
     if not isinstance(v, dict) or v.get("kind") not in ("python", "program") or not v.get("source"):
-        raise RowError("checker", 'must be {"kind": "python"|"program", "source": str[, "language"]}')
-    return CheckerSpec(kind=v["kind"], source=v["source"], language=v.get("language", "cpp"))
+        raise RowError(
+            "checker", 'must be {"kind": "python"|"program", "source": str[, "language"][, "files"]}'
+        )
+    files = v.get("files") or {}
+    if (error := checker_files_error(files)) is not None:
+        raise RowError("checker", error)
+    language = v.get("language", "cpp")
+    return CheckerSpec(kind=v["kind"], source=v["source"], language=language, files=dict(files))
 
 
 def _number(obj: dict[str, Any], key: str, default: float | None) -> Any:

@@ -14,7 +14,10 @@ are the "test" split):
 
 LiveCodeBench exists to be cut by date (problems published after a model's training data), so the contest
 date is kept as the row's date: `--after` drops earlier ones, and it is written to extra_info.date.
-Functional (LeetCode) problems call a method: skipped as `unsupported` (no harness yet). The private tests
+Functional (LeetCode) problems call a method: function-call problems (`Problem.function`, Python-only; see
+codefu.judge.function_call) named by metadata.func_name, whose test input holds one JSON argument per line
+(stored as one JSON array) and output the JSON of the return value; a problem mixing functional and stdin
+tests is malformed. The private tests
 are unpickled with an unpickler that refuses every global, so a crafted file cannot run code; a payload
 that does not decode to a JSON string is a malformed row. LiveCodeBench has no limits: 2 s and 256 MiB.
 """
@@ -29,7 +32,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from codefu.data.raw import Malformed, RawProblem, Unsupported
+from codefu.data.raw import Malformed, RawProblem
 from codefu.data.sources.jsonl import RowError
 from codefu.data.sources.tables import (
     DEFAULT_MEMORY_BYTES,
@@ -44,7 +47,7 @@ from codefu.data.sources.tables import (
     text,
     where,
 )
-from codefu.types import Problem, TestCase
+from codefu.types import FunctionSpec, Problem, TestCase
 
 REQUIRED = ("question_content", "public_test_cases", "private_test_cases", "contest_date")
 OPTIONAL = ("question_title", "question_id", "platform", "contest_id", "difficulty", "metadata",
@@ -93,49 +96,66 @@ def _private(row: Row) -> Any:
         ) from None
 
 
-def _cases(v: Any, column: str) -> list[TestCase] | None:
-    """stdin tests; None when any test is functional."""
+def _cases(v: Any, column: str) -> tuple[list[TestCase], set[str]]:
+    """The tests, and which test types ("stdin", "functional") they have."""
     if v is None:
-        return []
+        return [], set()
     if not isinstance(v, list):
         raise RowError(column, 'must be a list of {"input", "output", "testtype"}')
-    if any(isinstance(t, dict) and t.get("testtype") == "functional" for t in v):
-        return None
-    return case_list(v, column)
+    tests = case_list(v, column)
+    kinds = {"functional" if t.get("testtype") == "functional" else "stdin" for t in v}
+    if "functional" in kinds:
+        tests = [_functional_case(t, column, i) for i, t in enumerate(tests)]
+    return tests, kinds
 
 
-def _functional(row: Row) -> Unsupported:
+def _functional_case(t: TestCase, column: str, i: int) -> TestCase:
+    """One JSON argument per input line -> a JSON array of them; the output must be JSON too."""
+    try:
+        args = [json.loads(line) for line in t.input.split("\n") if line.strip()]
+        json.loads(t.output)
+    except json.JSONDecodeError as e:
+        raise RowError(column, f"functional test {i}: not JSON ({e.msg})") from None
+    return TestCase(json.dumps(args), t.output.strip())
+
+
+def _function(row: Row) -> FunctionSpec:
     meta = json_value(row, "metadata")
-    func = meta.get("func_name", "?") if isinstance(meta, dict) else "?"
-    return Unsupported("functional tests", f"functional tests (func_name={func}): not supported yet")
+    func = meta.get("func_name") if isinstance(meta, dict) else None
+    if not isinstance(func, str) or not func.isidentifier():
+        raise RowError("metadata", f"functional tests need func_name, a Python identifier (not {func!r})")
+    return FunctionSpec(func, text(row, "starter_code"))
 
 
 def row_to_raw(row: Row, split: str, file: str, index: int) -> RawProblem | Malformed:
     """One LiveCodeBench record (a JSONL line, as a dict) as a RawProblem."""
     try:
-        public = _cases(json_value(row, "public_test_cases"), "public_test_cases")
-        private = _cases(_private(row), "private_test_cases")
+        public, public_kinds = _cases(json_value(row, "public_test_cases"), "public_test_cases")
+        private, private_kinds = _cases(_private(row), "private_test_cases")
+        kinds = public_kinds | private_kinds
+        if len(kinds) > 1:
+            raise RowError("private_test_cases", "mixes functional and stdin tests")
+        function = _function(row) if kinds == {"functional"} else None
         label = text(row, "difficulty")
         qid = ident(row, "question_id") or f"{Path(file).stem}-{index}"
         problem = Problem(
             name=text(row, "question_title") or qid,
             statement=text(row, "question_content"),
-            public_tests=public or [],
-            private_tests=private or [],
+            public_tests=public,
+            private_tests=private,
             time_limit_s=DEFAULT_TIME_LIMIT_S,
             memory_limit_bytes=DEFAULT_MEMORY_BYTES,
             rating=nominal_rating(label, RATINGS, "difficulty"),
+            preferred_language="python" if function else "cpp",
+            function=function,
             source="livecodebench",
         )
         day = iso_date(row.get("contest_date"), "contest_date")
         if not day:
             raise RowError("contest_date", "missing")
-        unsupported = _functional(row) if public is None or private is None else None
     except RowError as e:
         return Malformed(file, index, e.column, str(e), split)
-    return RawProblem(
-        problem, split, qid, where(file, index), date=day, difficulty=label, unsupported=unsupported
-    )
+    return RawProblem(problem, split, qid, where(file, index), date=day, difficulty=label)
 
 
 class LiveCodeBenchSource(TableSource):

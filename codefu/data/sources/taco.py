@@ -12,7 +12,8 @@ them (train/data-0000N-of-00009.arrow, test/data-00000-of-00001.arrow) or the pa
     name, url, source (the site), raw_tags, tags, skill_types, picture_num, Expected Time Complexity,
     Expected Auxiliary Space (not read)
 
-A row with `fn_name` is a function-call problem: skipped as `unsupported` (no harness yet). Missing limits
+A row with `fn_name` is a function-call problem, read as APPS' are (`apps.io_tests`: JSON argument arrays
+in, JSON return values out, `unwrap_singleton` for the wrapped expected values; Python-only). Missing limits
 get 2 s / 256 MiB (most limitless rows are function-call ones); a limit that cannot be read is malformed.
 Labels get nominal ratings (`RATINGS`, on the Codeforces scale, one per default bucket range) so that
 buckets and --min-rating apply; UNKNOWN_DIFFICULTY is unrated (--keep-unrated keeps it), and the label is
@@ -25,7 +26,7 @@ import re
 from pathlib import Path
 
 from codefu.data.raw import Malformed, RawProblem
-from codefu.data.sources.apps import function_call, io_tests
+from codefu.data.sources.apps import function_spec, io_tests
 from codefu.data.sources.jsonl import RowError
 from codefu.data.sources.tables import (
     DEFAULT_MEMORY_BYTES,
@@ -82,20 +83,14 @@ def row_to_raw(row: Row, split: str, file: str, index: int) -> RawProblem | Malf
             time_limit_s=amount(row, "time_limit", SECONDS, DEFAULT_TIME_LIMIT_S),
             memory_limit_bytes=int(amount(row, "memory_limit", BYTES, DEFAULT_MEMORY_BYTES)),
             rating=nominal_rating(label, RATINGS, "difficulty"),
+            preferred_language="python" if fn_name else "cpp",
+            function=function_spec(fn_name, row),
             source="taco",
         )
         day = iso_date(row.get("date"), "date")
     except RowError as e:
         return Malformed(file, index, e.column, str(e), split)
-    return RawProblem(
-        problem,
-        split,
-        url or problem.name,
-        where(file, index),
-        date=day,
-        difficulty=label,
-        unsupported=function_call(fn_name),
-    )
+    return RawProblem(problem, split, url or problem.name, where(file, index), date=day, difficulty=label)
 
 
 class TacoSource(TableSource):
