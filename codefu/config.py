@@ -95,6 +95,10 @@ def from_dict(cls: type[T], data: dict[str, Any], source: str = "config", prefix
     if unknown:
         known = ", ".join(sorted(fields))
         raise CodefuError(f"{source}: unknown key {prefix}{unknown[0]} (known here: {known})")
+    required = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING]
+    if required:
+        raise CodefuError(f"{source}: {prefix}{required[0]} is required")
     kwargs = {name: _coerce(hints[name], value, source, prefix + name) for name, value in data.items()}
     try:
         obj = cls(**kwargs)
@@ -132,11 +136,15 @@ def _coerce(tp: Any, value: Any, source: str, key: str) -> Any:
         options = get_args(tp)
         if value is None and type(None) in options:
             return None
+        shaped: CodefuError | None = None  # the error of an option of the value's shape, inside it
         for option in (o for o in options if o is not type(None)):
             try:
                 return _coerce(option, value, source, key)
-            except CodefuError:
-                continue
+            except CodefuError as e:
+                if shaped is None and _same_shape(option, value):
+                    shaped = e
+        if shaped is not None:  # e.g. a list whose item [1] is wrong: that item's key says more
+            raise shaped
         raise bad(" or ".join(_describe(o) for o in options))
     if origin is Literal:
         if value not in get_args(tp):
@@ -173,6 +181,13 @@ def _coerce(tp: Any, value: Any, source: str, key: str) -> Any:
     raise bad(_describe(tp))
 
 
+def _same_shape(tp: Any, value: Any) -> bool:
+    """A list for a list type, a mapping for a section: an error inside it is about one of its parts."""
+    if get_origin(tp) in (list, tuple):
+        return isinstance(value, list | tuple)
+    return dataclasses.is_dataclass(tp) and isinstance(value, dict)
+
+
 _NAMES = {int: "an integer", float: "a number", bool: "true or false", str: "a string", type(None): "null"}
 
 
@@ -186,6 +201,10 @@ def _describe(tp: Any) -> str:
         return f"a list ({_describe(get_args(tp)[0])} each)" if get_args(tp) else "a list"
     if origin is dict:
         return "a mapping"
+    if dataclasses.is_dataclass(tp):  # a section inside a list: its keys
+        hints = get_type_hints(tp)
+        keys = ", ".join(f"{f.name}: {_describe(hints[f.name])}" for f in dataclasses.fields(tp) if f.init)
+        return f"{{{keys}}}"
     return _NAMES.get(tp) or getattr(tp, "__name__", str(tp))
 
 

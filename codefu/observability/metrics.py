@@ -28,12 +28,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from codefu.types import Status
+from codefu.types import Problem, Status
 
 #: The metric namespaces (ARCHITECTURE example 10, plus `optim/*` from the trainer).
 NAMESPACES: tuple[str, ...] = (
-    "rollout", "judge", "reward", "loss", "policy", "optim", "perf", "timing", "eval",
+    "rollout", "judge", "reward", "loss", "policy", "optim", "perf", "timing", "eval", "data",
 )
 
 # The keys the console line reads; the loop should emit these names.
@@ -159,6 +160,43 @@ def verdict_metrics(statuses: Iterable[Status | str], prefix: str = "judge/") ->
     scored = n - counts[Status.SANDBOX_ERROR]
     out[f"{prefix}pass_rate"] = counts[Status.ACCEPTED] / scored if scored else 0.0
     out[f"{prefix}count"] = float(n)
+    return out
+
+
+SOURCE_PASS_RATE = "data/pass_rate/"  # + source: that source's pass rate this step (as judge/pass_rate)
+SOURCE_PROMPTS = "data/prompts/"  # + source: distinct problems of that source sampled this step
+
+
+class _Scored(Protocol):
+    status: str
+    """A verdict (`Status` value)."""
+
+
+def source_name(problem: Problem) -> str:
+    """The metric-key form of a problem's dataset source (`Problem.source`): "unknown" when it has none,
+    characters other than letters, digits, `.`, `-` and `_` as `_`."""
+    return re.sub(r"[^\w.\-]", "_", problem.source) or "unknown"
+
+
+def source_metrics(problems: Sequence[Problem], scores: Sequence[_Scored]) -> dict[str, float]:
+    """Per dataset source (`Problem.source`) of one step's samples (`problems[i]` owns `scores[i]`):
+    `data/pass_rate/<source>` (ACCEPTED over the samples judged, SANDBOX_ERROR left out, as judge/pass_rate;
+    NaN when none was judged) and `data/prompts/<source>` (distinct problems, by name). Sources in sorted
+    order; no samples: {}."""
+    if len(problems) != len(scores):
+        raise ValueError(f"{len(problems)} problems but {len(scores)} scores")
+    accepted: Counter[str] = Counter()
+    judged: Counter[str] = Counter()
+    names: dict[str, set[str]] = {}
+    for p, s in zip(problems, scores, strict=True):
+        src = source_name(p)
+        names.setdefault(src, set()).add(p.name)
+        judged[src] += Status(s.status) != Status.SANDBOX_ERROR
+        accepted[src] += Status(s.status) == Status.ACCEPTED
+    out: dict[str, float] = {}
+    for src in sorted(names):
+        out[SOURCE_PASS_RATE + src] = accepted[src] / judged[src] if judged[src] else math.nan
+        out[SOURCE_PROMPTS + src] = float(len(names[src]))
     return out
 
 

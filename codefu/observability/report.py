@@ -1,7 +1,8 @@
 """`codefu report RUN_DIR`: one self-contained HTML page (plots embedded as PNG data URIs, no script, no
 network) that explains a run: reward and pass rate, the training pass rate per step with its rolling mean,
-validation pass@k (with its bootstrap interval where the run logs one), the verdict mix, response length,
-KL / entropy / clip fraction, time per phase, throughput, and the config it ran with.
+the training pass rate per dataset source (a run mixing datasets), validation pass@k (with its bootstrap
+interval where the run logs one), the verdict mix, response length, KL / entropy / clip fraction, time per
+phase, throughput, and the config it ran with.
 
 It reads only files: RUN_DIR/metrics.jsonl (a torn last line of a run still writing is skipped),
 RUN_DIR/config.yaml and the step numbers under RUN_DIR/checkpoints/, so it works on a finished run and
@@ -220,6 +221,27 @@ def plot_train_pass_rate(records: Sequence[Mapping[str, Any]]) -> Any | None:
     return fig
 
 
+def source_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The dataset sources with a `data/pass_rate/<source>` key in the records, sorted."""
+    return sorted({key[len(M.SOURCE_PASS_RATE):] for r in records for key in r
+                   if key.startswith(M.SOURCE_PASS_RATE)})
+
+
+def plot_source_pass_rate(records: Sequence[Mapping[str, Any]]) -> Any | None:
+    sources = [s for s in source_keys(records) if series(records, M.SOURCE_PASS_RATE + s)[0]]
+    if not sources:
+        return None
+    fig, (ax,) = _figure()
+    for i, source in enumerate(sources):
+        steps, rate = series(records, M.SOURCE_PASS_RATE + source)
+        ax.plot(steps, [100 * v for v in rate], color=f"C{i}", alpha=0.35, linewidth=1)
+        ax.plot(steps, [100 * v for v in rolling_mean(rate)], color=f"C{i}", linewidth=2, label=source)
+    ax.set_ylabel("training pass rate (%)")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8, ncol=min(4, len(sources)))
+    return fig
+
+
 def plot_passk(records: Sequence[Mapping[str, Any]]) -> Any | None:
     keys = pass_at_k_keys(records)
     if not keys:
@@ -338,6 +360,11 @@ SECTIONS: tuple[Section, ...] = (
             "judge/pass_rate: accepted / judged samples of each step, every sample generated (dynamic "
             f"sampling's dropped groups too), sandbox errors left out; the thick line is its trailing mean "
             f"over {ROLLING_WINDOW} steps"),
+    Section("Pass rate per source", plot_source_pass_rate, "no data/pass_rate/<source> metrics yet",
+            "data/pass_rate/<source>: the training pass rate of each dataset source's samples (as "
+            f"judge/pass_rate); thin: per step, thick: trailing mean over {ROLLING_WINDOW} steps. The table: "
+            "the last step's rate, the trailing mean, and the prompts of each source over the run "
+            "(data/prompts/<source>)"),
     Section("Validation pass@k", plot_passk, "no validation yet (loop.val_every, and at the end)",
             "unbiased pass@k on the held-out problems; one color per k, broken lines per difficulty bucket; "
             "error bars: the 95% bootstrap interval over problems, where the run logs it "
@@ -428,6 +455,24 @@ def _passk_table(records: Sequence[Mapping[str, Any]]) -> str:
     return f"<p class=\"note\">at step {last}:</p><table><tr><th></th>{head}</tr>{''.join(lines)}</table>"
 
 
+def _source_table(records: Sequence[Mapping[str, Any]]) -> str:
+    sources = [s for s in source_keys(records) if series(records, M.SOURCE_PASS_RATE + s)[0]]
+    if not sources:
+        return ""
+    head = ("<tr><th>source</th><th>pass rate</th><th>at step</th>"
+            f"<th>mean of last {ROLLING_WINDOW}</th><th>prompts</th><th>share</th></tr>")
+    prompts = {s: math.fsum(series(records, M.SOURCE_PROMPTS + s)[1]) for s in sources}
+    total = math.fsum(prompts.values())
+    lines = []
+    for source in sources:
+        steps, rate = series(records, M.SOURCE_PASS_RATE + source)
+        share = f"{100 * prompts[source] / total:.1f}%" if total else "-"
+        lines.append(f"<tr><th>{html.escape(source)}</th><td>{100 * rate[-1]:.1f}%</td><td>{steps[-1]}</td>"
+                     f"<td>{100 * rolling_mean(rate)[-1]:.1f}%</td><td>{prompts[source]:.0f}</td>"
+                     f"<td>{share}</td></tr>")
+    return f"<table>{head}{''.join(lines)}</table>"
+
+
 def render_html(
     data: RunData, plots: Sequence[tuple[Section, bytes | None]], now: float | None = None
 ) -> str:
@@ -453,6 +498,8 @@ def render_html(
             parts.append(f"<img class=\"plot\" alt=\"{html.escape(section.title)}\" src=\"{src}\">")
         if section.plot is plot_passk:
             parts.append(_passk_table(data.records))
+        if section.plot is plot_source_pass_rate:
+            parts.append(_source_table(data.records))
     parts.append("<h2>Config</h2>")
     if data.config_text is None:
         parts.append(f"<p class=\"missing\">no {CONFIG_FILE} in the run directory</p>")

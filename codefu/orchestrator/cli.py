@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from codefu.config import dump_yaml, load_config, to_dict
+from codefu.data.mixing import describe_train
 from codefu.errors import CodefuError
 from codefu.observability.run_log import ray_logging_options, route_worker_output, start_run_log
 from codefu.observability.trackers import flatten_config
@@ -107,7 +108,7 @@ def config_summary(cfg: RunConfig, run_dir: Path) -> str:
     lines = [
         f"codefu train -> {run_dir} (full config: {run_dir / 'config.yaml'})",
         f"  model: {cfg.trainer.model}",
-        f"  {lp.steps} steps x {d.prompts_per_step} prompts x {r.n} samples of {d.train!r}, "
+        f"  {lp.steps} steps x {d.prompts_per_step} prompts x {r.n} samples of {describe_train(d.train)}, "
         f"{r.engine} engine on {r.device}, judge: {cfg.judge.sandbox.kind}",
     ]
     defaults = flatten_config(to_dict(RunConfig()))
@@ -131,30 +132,61 @@ def resolve_model(cfg: RunConfig) -> RunConfig:
 
 def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
     """(training, held-out) problems. The starter set has a recorded split (codefu/data/starter/split.json);
-    another dataset without `data.val` gives `data.val_fraction` of its problems, drawn with `data.seed`."""
+    another dataset without `data.val` gives `data.val_fraction` of its problems, drawn with `data.seed`.
+    With several datasets (`data.train` a list) each is split so, the training problems are marked with
+    their dataset's index (Problem.extra[DATASET_KEY]) for `training_loader`, and the held-out sets join."""
+    d = cfg.data
+    if isinstance(d.train, str):
+        train, val = _split(cfg, d.train, "data.train")
+    else:
+        from codefu.data.mixing import DATASET_KEY
 
-    def load(source: str) -> list[Problem]:
-        if source == "starter":
-            from codefu.data.starter import load_starter_problems
+        train, val = [], []
+        for i, source in enumerate(d.train):
+            part, held_out = _split(cfg, source.path, f"data.train[{i}].path")  # val_fraction < 1: part
+            for p in part:
+                p.extra[DATASET_KEY] = i
+            train += part
+            val += held_out
+    return train, val if d.val is None else _load(cfg, d.val, "data.val")
 
-            return load_starter_problems()
+
+def _load(cfg: RunConfig, source: str, key: str) -> list[Problem]:
+    """The problems of `source` ("starter" or a path); CodefuError naming `key` when it has none."""
+    if source == "starter":
+        from codefu.data.starter import load_starter_problems
+
+        problems = load_starter_problems()
+    else:
+        import glob
+
         from codefu.data.loader import load_problems  # pyarrow only when a dataset file is read
 
-        return load_problems(source)
-
-    problems = load(cfg.data.train)
+        if not Path(source).exists() and not glob.glob(source, recursive=True):
+            raise CodefuError(f"{key}: {source}: no such file, directory or glob match")
+        try:
+            problems = load_problems(source)
+        except CodefuError as e:
+            raise CodefuError(f"{key}: {e}") from None
+    if not problems:
+        raise CodefuError(f"{key}: {source} holds no problems")
     for p in problems:
         if p.prompt is None:
             p.preferred_language = cfg.data.language  # type: ignore[assignment]
-    if cfg.data.train == "starter":
+    return problems
+
+
+def _split(cfg: RunConfig, source: str, key: str) -> tuple[list[Problem], list[Problem]]:
+    """One dataset's (training, held-out) problems; with `data.val` set, all of a dataset but the starter
+    set's recorded held-out problems trains, and the held-out list is empty (data.val's are the caller's)."""
+    problems = _load(cfg, source, key)
+    if source == "starter":
         from codefu.data.starter import starter_split
 
         heldout = set(starter_split()["heldout"])
-        train = [p for p in problems if p.name not in heldout]
-        val = [p for p in problems if p.name in heldout] if cfg.data.val is None else load(cfg.data.val)
-        return train, val
+        return [p for p in problems if p.name not in heldout], [p for p in problems if p.name in heldout]
     if cfg.data.val is not None:
-        return problems, load(cfg.data.val)
+        return problems, []
     import random
 
     order = list(range(len(problems)))

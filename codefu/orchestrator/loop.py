@@ -101,7 +101,7 @@ def train(
             timer = StepTimer()
             sampled = sample_step(cfg, roles, scorer, loader, encode, step, timer)
             loader.record(pass_counts(sampled.all_problems, sampled.all_scores))
-            metrics = step_metrics(sampled) | loader.difficulty_metrics()
+            metrics = step_metrics(sampled) | loader.difficulty_metrics() | roles.memory_metrics
             metrics |= source_metrics(sampled.all_problems, sampled.all_scores)  # data/pass_rate/<source>
             if sampled.completions:
                 metrics |= update_step(cfg, roles, sampled, timer, step)

@@ -28,6 +28,9 @@ def make_run(run_dir: Path, steps: int, total: int = 20, val_every: int = 5, see
             m |= {"loss/kl": 1e-3 * step, "policy/entropy": 0.9 - 0.01 * step, "policy/clip_frac": 0.02,
                   "timing/generate_s": 30.0, "timing/judge_s": 8.0, "timing/train_s": 7.0, "timing/sync_s": 1.0,
                   "timing/step_s": 46.5, "rollout/kept_samples": 32.0}
+            # a run mixing two datasets at 3:1 (source_metrics)
+            m |= {"data/pass_rate/taco": p, "data/prompts/taco": 6.0,
+                  "data/pass_rate/code_contests": p / 2, "data/prompts/code_contests": 2.0}
             if step % val_every == 0:
                 m |= {"eval/pass@1": p * 0.8, "eval/pass@4": p, "eval/pass@1/easy": p, "eval/pass@4/easy": p,
                       # the loop's intervals (passk_metrics_with_ci), for the whole set only

@@ -16,12 +16,14 @@ from codefu.observability.report import (
     load_run,
     pass_at_k_keys,
     plot_passk,
+    plot_source_pass_rate,
     plot_train_pass_rate,
     render_html,
     render_plots,
     rolling_mean,
     run_status,
     series,
+    source_keys,
     write_report,
 )
 from codefu.orchestrator.config import RunConfig
@@ -147,3 +149,26 @@ def test_validation_plot_draws_intervals_only_where_logged():
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["pass@1", "pass@8", "pass@1 easy"]  # the bars add no legend entry
     assert plot_passk([{"step": 1, "eval/pass@1_ci_low": 0.1, "eval/pass@1_ci_high": 0.2}]) is None
+
+
+def test_pass_rate_per_source_plot_and_table(tmp_path):
+    records = [{"step": 1, "data/pass_rate/taco": 0.2, "data/prompts/taco": 6.0, "data/pass_rate/cc": 0.5,
+                "data/prompts/cc": 2.0},
+               {"step": 2, "data/pass_rate/taco": 0.4, "data/prompts/taco": 6.0, "data/pass_rate/cc": None,
+                "data/prompts/cc": 2.0},  # nothing of cc judged at step 2 (NaN, written as null)
+               {"step": 3, "data/pass_rate/taco": 0.6, "data/prompts/taco": 5.0, "data/pass_rate/cc": 0.1,
+                "data/prompts/cc": 3.0}]
+    assert source_keys(records) == ["cc", "taco"]
+    fig = plot_source_pass_rate(records)
+    lines = fig.axes[0].get_lines()  # per source: the rate per step, then its trailing mean
+    assert len(lines) == 4 and list(lines[0].get_xdata()) == [1, 3]
+    assert list(lines[3].get_ydata()) == pytest.approx([20, 30, 40])
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["cc", "taco"]
+    assert plot_source_pass_rate([{"step": 1, "data/pass_rate/x": None}]) is None
+
+    run = make_run(tmp_path / "mix", steps=10, total=10)
+    page = write_report(run).read_text()
+    assert "Pass rate per source" in [alt for alt, _ in images(page)]
+    # the table: last step's rate, the trailing mean, prompts over the run and their share (3:1)
+    assert "<th>taco</th><td>50.0%</td><td>10</td><td>42.0%</td><td>60</td><td>75.0%</td>" in page
+    assert "<th>code_contests</th><td>25.0%</td><td>10</td><td>21.0%</td><td>20</td><td>25.0%</td>" in page
