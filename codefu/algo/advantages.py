@@ -16,6 +16,8 @@ episode. Discounting counts valid steps only, and the value after a row's last v
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -41,6 +43,48 @@ def _out_dtype(*tensors: Tensor) -> torch.dtype:
     for t in tensors:
         dtype = torch.promote_types(dtype, t.dtype) if t.is_floating_point() else dtype
     return dtype
+
+
+def _compact(on: Tensor) -> tuple[Tensor, Tensor]:
+    """(order, valid): `x.gather(1, order)` puts each row's valid entries first, in their order (the gaps
+    and padding after them); `valid` (float64, 0/1) marks the entries that are valid after the move."""
+    order = torch.sort((~on).to(torch.int8), dim=1, stable=True).indices
+    return order, on.gather(1, order).double()
+
+
+def _scatter_back(compact: Tensor, order: Tensor, on: Tensor) -> Tensor:
+    """The inverse of `_compact`'s gather, 0 where `on` is False."""
+    out = torch.zeros_like(compact).scatter(1, order, compact)
+    return torch.where(on, out, 0.0)
+
+
+#: positions per block of `discounted_reverse_cumsum`: its Python loop runs T / this times
+_SCAN_BLOCK = 256
+
+
+def discounted_reverse_cumsum(x: Tensor, c: float) -> Tensor:
+    """y_t = sum_{k >= t} c^(k - t) x_k along the last dim of (B, T) float64 `x`, for c in [0, 1]: the
+    recurrence y_t = x_t + c * y_{t+1} of GAE and of discounted returns.
+
+    In blocks of up to 256 positions, each in closed form (y_i = (sum_{j >= i} c^j x_j) / c^i inside the
+    block, plus the next block's y carried in as c^(k - i) y_k), so a 20k-token response takes ~80 steps
+    of Python instead of 20k; the block is short enough that c^block stays far above float64's smallest
+    number (1e-200), so the division loses nothing."""
+    T = x.shape[-1]
+    if c == 0.0 or T == 0:
+        return x.clone()
+    block = _SCAN_BLOCK if c == 1.0 else max(1, min(_SCAN_BLOCK, int(200 / -math.log10(c))))
+    out = torch.empty_like(x)
+    carry = x.new_zeros(x.shape[:-1])  # y at the first position after the current block
+    for start in range(((T - 1) // block) * block, -1, -block):
+        blk = x[..., start : start + block]
+        k = blk.shape[-1]
+        powers = c ** torch.arange(k, dtype=x.dtype, device=x.device)  # c^0 .. c^(k-1)
+        tail = (blk * powers).flip(-1).cumsum(-1).flip(-1)  # sum_{j >= i} c^j x_j
+        y = tail / powers + carry.unsqueeze(-1) * (c * powers.flip(-1))  # + c^(k - i) * carry
+        out[..., start : start + k] = y
+        carry = y[..., 0]
+    return out
 
 
 def masked_whiten(values: Tensor, mask: Tensor) -> Tensor:
@@ -100,16 +144,12 @@ def gae(
     on = mask != 0
     r = torch.where(on, token_rewards.detach().double(), 0.0)
     v = torch.where(on, values.detach().double(), 0.0)
-
-    adv = torch.zeros_like(r)
-    next_value = r.new_zeros(r.shape[0])  # V of the next valid token of each row (0 after the last)
-    next_adv = torch.zeros_like(next_value)  # A of the next valid token
-    for t in range(r.shape[1] - 1, -1, -1):  # a recurrence: one (B,) step per position, as verl
-        here = on[:, t]
-        adv_t = r[:, t] + gamma * next_value - v[:, t] + gamma * lam * next_adv
-        next_adv = torch.where(here, adv_t, next_adv)  # masked positions carry the state over
-        next_value = torch.where(here, v[:, t], next_value)
-        adv[:, t] = torch.where(here, adv_t, 0.0)
+    # each row's valid tokens moved to its front, in order: the trajectory without its gaps
+    order, valid = _compact(on)
+    rc, vc = r.gather(1, order), v.gather(1, order)
+    next_v = torch.cat([vc[:, 1:], vc.new_zeros(vc.shape[0], 1)], 1) * valid.roll(-1, 1)  # 0 after the last
+    delta = (rc + gamma * next_v - vc) * valid
+    adv = _scatter_back(discounted_reverse_cumsum(delta, gamma * lam), order, on)
     returns = torch.where(on, adv + v, 0.0)
     if whiten:
         adv = masked_whiten(adv, on)
@@ -167,9 +207,6 @@ def reinforce_pp_advantages(token_rewards: Tensor, mask: Tensor, gamma: float) -
     _check_unit("gamma", gamma)
     on = mask != 0
     r = torch.where(on, token_rewards.detach().double(), 0.0)
-    returns = torch.zeros_like(r)
-    ret = r.new_zeros(r.shape[0])  # G of the next valid token of each row (0 after the last)
-    for t in range(r.shape[1] - 1, -1, -1):
-        ret = torch.where(on[:, t], r[:, t] + gamma * ret, ret)  # masked positions carry G over
-        returns[:, t] = torch.where(on[:, t], ret, 0.0)
+    order, valid = _compact(on)
+    returns = _scatter_back(discounted_reverse_cumsum(r.gather(1, order) * valid, gamma), order, on)
     return masked_whiten(returns, on).to(_out_dtype(token_rewards))

@@ -737,3 +737,18 @@ def test_explained_variance():
     assert explained_variance(-ret, ret, mask) == pytest.approx(-3.0)
     assert math.isnan(explained_variance(ret, torch.ones_like(ret), mask))  # returns do not vary
     assert math.isnan(explained_variance(ret, ret, torch.tensor([[1, 0, 0, 0]])))
+
+
+@pytest.mark.parametrize("c", [0.0, 1e-3, 0.05, 0.5, 0.95, 0.999, 1.0])
+def test_discounted_reverse_cumsum_matches_the_recurrence(c):
+    from codefu.algo.advantages import discounted_reverse_cumsum
+
+    g = torch.Generator().manual_seed(1)
+    for T in (1, 255, 256, 257, 3001):
+        x = torch.randn(3, T, generator=g, dtype=torch.float64)
+        ref = torch.zeros_like(x)
+        nxt = torch.zeros(3, dtype=torch.float64)
+        for t in range(T - 1, -1, -1):
+            nxt = x[:, t] + c * nxt
+            ref[:, t] = nxt
+        torch.testing.assert_close(discounted_reverse_cumsum(x, c), ref, atol=1e-9, rtol=1e-9)
