@@ -78,6 +78,10 @@ class TrainerConfig:
     """Padded-token budget per micro-batch on one rank (rows x longest row); sequences are packed first-fit
     by decreasing length. A longer sequence gets a micro-batch of its own. With sp_degree > 1 a micro-batch
     of its sp group may hold sp_degree times as many (each rank holds 1/sp_degree of them)."""
+    forward_micro_batch_tokens: int = 0
+    """The same budget for the forward-only passes (old log-probs, the reference's, the critic's values):
+    they keep no activations for a backward, so several times micro_batch_tokens usually fits; 0: the
+    same as micro_batch_tokens."""
     shuffle: bool = True
     """Permute the batch (seeded by seed, step and epoch: the same on every rank and after a resume) before
     cutting it into mini-batches."""
@@ -131,6 +135,7 @@ class TrainerConfig:
             (self.sp_degree >= 1, "sp_degree must be >= 1"),
             (self.mini_batch_size >= 0, "mini_batch_size must be >= 0"),
             (self.micro_batch_tokens >= 1, "micro_batch_tokens must be >= 1"),
+            (self.forward_micro_batch_tokens >= 0, "forward_micro_batch_tokens must be >= 0"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
             (self.schedule != "cosine" or self.total_steps > 0, "schedule='cosine' needs total_steps > 0"),
             (self.temperature > 0, "temperature must be > 0"),

@@ -114,13 +114,16 @@ class TrainerWorker:
     # ------------------------------------------------------------------------------------------------
     # the split of a batch into ranks and micro-batches (pure, identical on every rank)
 
-    def _my_micro_batches(self, rows: list[int], lengths: list[int]) -> tuple[list[list[int]], int]:
+    def _my_micro_batches(
+        self, rows: list[int], lengths: list[int], tokens: int | None = None
+    ) -> tuple[list[list[int]], int]:
         """This rank's micro-batches (lists of batch rows) and the number every rank must run (the max).
 
-        Rows are dealt to the dp groups; the sp ranks of a group get the same micro-batches, whose padded
-        size may be sp times the per-rank budget (each rank holds 1/sp of it)."""
+        `tokens`: the per-rank budget (default micro_batch_tokens). Rows are dealt to the dp groups; the sp
+        ranks of a group get the same micro-batches, whose padded size may be sp times the per-rank
+        budget (each rank holds 1/sp of it)."""
         dp, me = self.grid.dp, self.grid.dp_rank
-        budget = self.cfg.micro_batch_tokens * self.grid.sp
+        budget = (tokens or self.cfg.micro_batch_tokens) * self.grid.sp
         sub = [lengths[i] for i in rows]
         parts = split_across_ranks(sub, dp)
         packed = [pack_micro_batches([sub[j] for j in p], budget) for p in parts]
@@ -152,7 +155,9 @@ class TrainerWorker:
         # room past T for the padding of the last sp rank's slice (cut off at the end)
         out = torch.zeros(B, T + self.grid.sp + 1, dtype=torch.float32, device=self.device)
         rows = list(range(B))
-        mine, n_micro = self._my_micro_batches(rows, batch.lengths().tolist())
+        # no activations are kept for a backward: forward-only passes may take bigger micro-batches
+        budget = self.cfg.forward_micro_batch_tokens
+        mine, n_micro = self._my_micro_batches(rows, batch.lengths().tolist(), budget)
         for i in range(n_micro):
             mb_rows = mine[i] if i < len(mine) else [0]
             mb = batch.select(mb_rows, self.device)

@@ -201,3 +201,26 @@ def test_gradient_checkpointing_gives_the_same_update(tiny_dir):
         out.append(params(w))
     for k in out[0]:
         torch.testing.assert_close(out[0][k], out[1][k], atol=1e-6, rtol=1e-5)
+
+
+def test_forward_only_passes_take_their_own_budget(tiny_dir):
+    batch = random_batch(6, 20, VOCAB, prompt_len=5, min_len=8, seed=2)
+    small = make_worker(tiny_dir, micro_batch_tokens=40)
+    big = make_worker(tiny_dir, micro_batch_tokens=40, forward_micro_batch_tokens=400)
+    lengths = batch.lengths().tolist()
+    rows = list(range(6))
+    assert len(big._my_micro_batches(rows, lengths, 400)[0]) == 1  # the whole batch in one forward
+    assert len(small._my_micro_batches(rows, lengths)[0]) > 1
+    calls = {}
+    for name, w in (("big", big), ("small", small)):
+        forward = w._forward
+
+        def counted(*args, name=name, forward=forward, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return forward(*args, **kwargs)
+
+        w._forward = counted
+    torch.testing.assert_close(big.compute_logprobs(batch), small.compute_logprobs(batch), atol=1e-5, rtol=1e-5)
+    assert calls["big"] == 1 < calls["small"]
+    with pytest.raises(ValueError, match="forward_micro_batch_tokens"):
+        TrainerConfig(forward_micro_batch_tokens=-1)
