@@ -8,6 +8,7 @@ samples of a prompt) per worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -285,6 +286,8 @@ class Roles:
     def drop_checkpoints(self, root: str) -> None:
         if self.critic is not None:
             ray.get([a.drop_checkpoints.remote(critic_root(root)) for a in self.critic])
+            with contextlib.suppress(OSError):  # the critic's folder, once empty (root is shared storage)
+                Path(critic_root(root)).rmdir()
         ray.get([a.drop_checkpoints.remote(root) for a in self.trainer])
 
     def close(self) -> None:

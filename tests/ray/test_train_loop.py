@@ -111,6 +111,7 @@ def test_ppo_with_a_critic_learns_and_its_flipped_sign_does_not(local_ray, tmp_p
     assert all("critic/vf_loss" in r and "timing/critic_s" in r for r in rows)
     # the critic learns the returns: its values move from 0 (the zero head) towards the rising reward
     assert rows[0]["critic/values_mean"] == 0.0 and rows[-1]["critic/values_mean"] > 0.1
+    assert not (tmp_path / "right" / "checkpoints" / "critic").exists()  # keep_final_state: false
     real = loop.gae
 
     def flipped_gae(*args, **kwargs):
