@@ -124,6 +124,22 @@ def test_ppo_with_a_critic_learns_and_its_flipped_sign_does_not(local_ray, tmp_p
 
 
 @pytest.mark.slow
+def test_ppo_with_the_critic_in_bundles_of_its_own(local_ray, tmp_path):
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps=2)
+    res = replace(cfg.resources, critic_colocate=False, cpus_per_rank=0.5)
+    cfg = replace(cfg, algo=replace(cfg.algo, estimator="ppo"), resources=res)
+    from codefu.orchestrator.roles import run_layout
+
+    layout = run_layout(cfg)
+    trainer_bundles = {s.bundle for s in layout.slots_of("trainer")}
+    assert not trainer_bundles & {s.bundle for s in layout.slots_of("critic")}  # split, not beside
+    run_dir = tmp_path / "run"
+    loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["critic/steps"] for r in rows] == [1, 2] and [r["optim/steps"] for r in rows] == [1, 2]
+
+
+@pytest.mark.slow
 def test_ppo_resumes_the_critic_and_waits_for_its_pretraining(local_ray, tmp_path):
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps=4, save_every=2)
     cfg = replace(cfg, algo=replace(cfg.algo, estimator="ppo"), critic=replace(cfg.critic, pretrain_steps=1))
