@@ -185,7 +185,7 @@ def update_step(
         batch.rollout_logprobs = batch.old_logprobs  # the engine's: the importance weights' denominator
     with timer.phase("train"):
         batch_ref = ray.put(batch)
-        if cfg.algo.recompute_logprobs:
+        if a.recompute_logprobs:
             trainer_lp = roles.logprobs(batch_ref)
             metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
             batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch

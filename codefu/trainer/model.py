@@ -63,6 +63,30 @@ def decoder_layers(lm: nn.Module) -> nn.ModuleList:
     return layers
 
 
+def decoder_hidden_states(
+    lm: nn.Module, shard: SeqShard, input_ids: Tensor, attention_mask: Tensor
+) -> Tensor:
+    """The final (normed) hidden states of this rank's positions [s, e) = shard.bounds(T) of whole
+    (b, T) rows: (b, e - s, H)."""
+    b, T = input_ids.shape
+    right_padded = bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all())
+    start, end = shard.bounds(T)
+    # Right padding only: under the causal mask no real token attends to a pad, so the padding mask
+    # changes nothing real, and without it SDPA runs its fused causal kernel instead of materializing a
+    # (b, 1, T, T) mask (on CPU, the difference between flash and math attention).
+    kwargs: dict[str, Any] = {}
+    if shard.size > 1:
+        if not right_padded:
+            raise ValueError("sequence parallelism needs right-padded rows (attention_mask: 1s, then 0s)")
+        # global positions for the rotary embedding; the Ulysses attention is causal over the full rows
+        kwargs["position_ids"] = torch.arange(start, end, device=input_ids.device)[None].expand(b, -1)
+    elif not right_padded:
+        kwargs["attention_mask"] = attention_mask
+    return lm.get_decoder()(
+        input_ids=token_window(input_ids, start, end), use_cache=False, **kwargs
+    ).last_hidden_state
+
+
 class PolicyModel(nn.Module):
     """Causal LM -> per-token log-probs (and entropy), computing the lm_head in checkpointed chunks.
 
@@ -103,22 +127,8 @@ class PolicyModel(nn.Module):
         prompts cost no lm_head.
         """
         b, T = input_ids.shape
-        right_padded = bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all())
         start, end = self.shard.bounds(T)
-        # Right padding only: under the causal mask no real token attends to a pad, so the padding mask
-        # changes nothing real, and without it SDPA runs its fused causal kernel instead of materializing a
-        # (b, 1, T, T) mask (on CPU, the difference between flash and math attention).
-        kwargs: dict[str, Any] = {}
-        if self.shard.size > 1:
-            if not right_padded:
-                raise ValueError("sequence parallelism needs right-padded rows (attention_mask: 1s, then 0s)")
-            # global positions for the rotary embedding; the Ulysses attention is causal over the full rows
-            kwargs["position_ids"] = torch.arange(start, end, device=input_ids.device)[None].expand(b, -1)
-        elif not right_padded:
-            kwargs["attention_mask"] = attention_mask
-        hidden = self.lm.get_decoder()(
-            input_ids=token_window(input_ids, start, end), use_cache=False, **kwargs
-        ).last_hidden_state  # (b, e - s, H), after the final norm
+        hidden = decoder_hidden_states(self.lm, self.shard, input_ids, attention_mask)
         targets = token_window(input_ids, start + 1, end + 1)  # position p predicts token p + 1
         cols = token_window(response_mask, start + 1, end + 1).any(0).nonzero().flatten()
         # no response token here: one position anyway, so every rank uses the lm_head (FSDP's hooks)
@@ -169,18 +179,7 @@ class ValueModel(nn.Module):
         V(input_ids[:, :s+j+1]), the value of the state in which batch column s+1+j was sampled (aligned as
         log-probs, cut batch tensors with `token_window(x, s + 1, e + 1)`). The second output is zeros (a
         critic has no entropy); `response_mask` is unused (every position is cheap: no lm_head)."""
-        b, T = input_ids.shape
-        start, end = self.shard.bounds(T)
-        kwargs: dict[str, Any] = {}
-        if self.shard.size > 1:
-            if not bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
-                raise ValueError("sequence parallelism needs right-padded rows (attention_mask: 1s, then 0s)")
-            kwargs["position_ids"] = torch.arange(start, end, device=input_ids.device)[None].expand(b, -1)
-        elif not bool((attention_mask[:, 1:] <= attention_mask[:, :-1]).all()):
-            kwargs["attention_mask"] = attention_mask
-        hidden = self.lm.get_decoder()(
-            input_ids=token_window(input_ids, start, end), use_cache=False, **kwargs
-        ).last_hidden_state
+        hidden = decoder_hidden_states(self.lm, self.shard, input_ids, attention_mask)
         values = self.head(hidden).sum(-1, dtype=torch.float32)  # (b, c, 1) -> (b, c); not a view (FSDP)
         return values, torch.zeros_like(values)
 

@@ -14,11 +14,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from codefu.data.raw import Malformed, RawProblem
 from codefu.data.sources.jsonl import RowError, expand
+from codefu.data.sources.parquet import open_parquet, parquet_rows
 from codefu.errors import CodefuError
 from codefu.types import Problem, TestCase
 
@@ -147,7 +145,7 @@ class CodeContestsSource:
     def count_rows(self) -> int | None:
         if self.spec.startswith(HF_PREFIX):
             return None
-        return sum(_open(f).metadata.num_rows for f in self._files)
+        return sum(open_parquet(f).metadata.num_rows for f in self._files)
 
     def __iter__(self) -> Iterator[RawProblem | Malformed]:
         if self.spec.startswith(HF_PREFIX):
@@ -157,7 +155,7 @@ class CodeContestsSource:
             yield from self._iter_file(f)
 
     def _iter_file(self, path: Path) -> Iterator[RawProblem | Malformed]:
-        pf, split = _open(path), split_of(path)
+        pf, split = open_parquet(path), split_of(path)
         names = set(pf.schema_arrow.names)
         for col in [*REQUIRED, *(("generated_tests",) if self.generated else ())]:
             if col not in names:
@@ -165,22 +163,11 @@ class CodeContestsSource:
                     f"{path}, row 0, column {col!r}: column missing (not CodeContests' schema?)"
                 )
         columns = [c for c in self.columns() if c in names]
-        start = 0
-        for g in range(pf.num_row_groups):
-            n = pf.metadata.row_group(g).num_rows
-            try:
-                table = pf.read_row_group(g, columns=columns)
-            except (pa.ArrowException, OSError) as e:
-                yield Malformed(
-                    str(path), f"{start}-{start + n - 1}", "*", f"row group {g} unreadable ({e})", split, n
-                )
-                start += n
-                continue
-            for batch in table.to_batches(max_chunksize=self.batch_rows):
-                for i, row in enumerate(batch.to_pylist()):
-                    yield row_to_raw(row, split, str(path), start + i, self.generated)
-                start += batch.num_rows
-            del table
+        for item in parquet_rows(pf, path, columns, split, self.batch_rows):
+            if isinstance(item, Malformed):
+                yield item
+            else:
+                yield row_to_raw(item[1], split, str(path), item[0], self.generated)
 
     def _iter_hub(self, dataset: str) -> Iterator[RawProblem | Malformed]:
         try:
@@ -194,10 +181,3 @@ class CodeContestsSource:
             rows: Iterable[dict[str, Any]] = datasets.load_dataset(dataset, split=split, streaming=True)
             for i, row in enumerate(rows):
                 yield row_to_raw(row, split, f"{HF_PREFIX}{dataset}[{split}]", i, self.generated)
-
-
-def _open(path: Path) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as e:
-        raise CodefuError(f"{path}, row 0, column '*': not a readable parquet file ({e})") from None

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from codefu.data.raw import Malformed, RawProblem
 from codefu.data.sources.code_contests import read_order, split_of
 from codefu.data.sources.jsonl import RowError, iter_objects
+from codefu.data.sources.parquet import open_parquet, parquet_rows
 from codefu.errors import CodefuError
 from codefu.types import TestCase
 
@@ -44,13 +44,6 @@ def table_files(spec: str) -> list[Path]:
     if not files:
         raise CodefuError(f"{spec}: no {'/'.join(SUFFIXES)} files found (give a file, a directory or a glob)")
     return files
-
-
-def open_parquet(path: Path) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as e:
-        raise CodefuError(f"{path}, row 0, column '*': not a readable parquet file ({e})") from None
 
 
 def _ipc_batches(f: pa.MemoryMappedFile) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
@@ -121,22 +114,7 @@ class TableSource:
 
     def _parquet_rows(self, path: Path, split: str) -> Iterator[tuple[int, Row] | Malformed]:
         pf = open_parquet(path)
-        columns = self._columns(path, pf.schema_arrow.names)
-        start = 0
-        for g in range(pf.num_row_groups):
-            n = pf.metadata.row_group(g).num_rows
-            try:
-                table = pf.read_row_group(g, columns=columns)
-            except (pa.ArrowException, OSError) as e:
-                rows = f"{start}-{start + n - 1}"
-                yield Malformed(str(path), rows, "*", f"row group {g} unreadable ({e})", split, n)
-                start += n
-                continue
-            for batch in table.to_batches(max_chunksize=self.batch_rows):
-                for i, row in enumerate(batch.to_pylist()):
-                    yield start + i, row
-                start += batch.num_rows
-            del table
+        yield from parquet_rows(pf, path, self._columns(path, pf.schema_arrow.names), split, self.batch_rows)
 
     def _arrow_rows(self, path: Path) -> Iterator[tuple[int, Row]]:
         start = 0
