@@ -15,12 +15,14 @@ def build_parser() -> argparse.ArgumentParser:
     from codefu.observability import cli as report_cli
     from codefu.orchestrator import cli as train_cli
     from codefu.orchestrator import evaluate as eval_cli
+    from codefu.serve import cli as serve_cli
 
     parser = argparse.ArgumentParser(prog="codefu", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     train_cli.add_parser(sub)
     eval_cli.add_parser(sub)
     judge_cli.add_parser(sub)
+    serve_cli.add_parser(sub)
     data_cli.add_parser(sub)
     launch_cli.add_parser(sub)
     report_cli.add_parser(sub)

@@ -123,6 +123,7 @@ class TestResult:
     exit_code: int | None = None  # negative: killed by that signal
     message: str = ""  # truncated stderr, the reason of a limit, or the checker's message
     points: float | None = None  # fraction of the test earned, when a checker gave partial points
+    output: str = ""  # the head of the program's stdout, kept on a verdict's first failing test only
 
 
 @dataclass

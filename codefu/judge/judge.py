@@ -27,15 +27,16 @@ from codefu.judge.checker import (
 )
 from codefu.judge.extract import Program, extract_program
 from codefu.judge.function_call import check_output, harnessed, install_harness, language_error
-from codefu.judge.languages import CompileConfig, Compiled, Compiler, read_head
+from codefu.judge.languages import BOX, CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
-from codefu.judge.runner import open_sandbox, open_session
+from codefu.judge.runner import WarmSessions, open_sandbox, open_session
 from codefu.judge.sandbox import Limits, Mount, RunResult, SandboxConfig, make_work_dir
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict, checker_files_error
 
 log = logging.getLogger(__name__)
 
 STDERR_CHARS = 500
+OUTPUT_CHARS = 500  # stdout kept on a verdict's first failing test (TestResult.output): self-repair feedback
 # Runs a Python checker program: an uncaught exception would exit 1, which testlib reads as "wrong answer",
 # so it exits 3 (_fail) instead; the script's folder (its extra files) is importable as when run directly.
 PYTHON_CHECKER = """\
@@ -90,6 +91,21 @@ class JudgeConfig:
     compile: CompileConfig = field(default_factory=CompileConfig)
 
 
+@dataclass
+class SingleRun:
+    """A program compiled and run once on one input (`Judge.run_once`; the service's /run_code)."""
+
+    compiled: bool  # False: a compile error (run is None)
+    compile_output: str = ""
+    compile_over_limit: bool = False  # the compiler ran out of time or memory
+    compile_s: float = 0.0  # ~0 when the compile cache had the program
+    run: RunResult | None = None
+    stdout: str = ""
+    stderr: str = ""
+    output_cut: bool = False  # stdout held more than the `output_chars` returned
+    error: str = ""  # our own failure (the sandbox could not run it): nothing about the program
+
+
 class Judge:
     """Thread-safe; `judge_many` spreads submissions and their tests over `workers` sandboxes."""
 
@@ -107,13 +123,18 @@ class Judge:
         self.harness_dir = install_harness(self.run_dir)  # for function-call problems
         self._tests_pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-test")
         self._submissions_pool = ThreadPoolExecutor(self.workers, thread_name_prefix="judge-sub")
+        self.warm_sessions = WarmSessions(self.sandbox, max_idle=self.workers * 4)  # for run_once
 
     # ---- public -------------------------------------------------------------------------------------
 
-    def judge(self, problem: Problem, response: str) -> Verdict:
+    def judge(self, problem: Problem, response: str, cancel: threading.Event | None = None) -> Verdict:
+        """`cancel` set while judging: no further test starts (the service's client went away); the
+        verdict is then SANDBOX_ERROR, never a judgement of the program."""
         start = time.monotonic()
         try:
-            verdict = self._judge(problem, response)
+            verdict = self._judge(problem, response, cancel)
+            if cancel is not None and cancel.is_set():
+                verdict = Verdict(Status.SANDBOX_ERROR, language=verdict.language, message="cancelled")
         except Exception as e:  # noqa: BLE001 - our failure, reported as such, never raised to the caller
             log.exception("judge failed on problem %r", problem.name)
             verdict = Verdict(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:1000])
@@ -134,9 +155,55 @@ class Judge:
             for f in done:
                 yield futures[f], f.result()
 
+    def run_once(
+        self,
+        program: Program,
+        stdin: str,
+        limits: Limits,
+        compile_time_s: float | None = None,
+        files: dict[str, str] | None = None,
+        output_chars: int = 1 << 20,
+    ) -> SingleRun:
+        """Compile `program` (once: the compile cache) with `files` beside it, run it on `stdin` under
+        `limits` and return what it printed (stdout cut to `output_chars`, stderr to STDERR_CHARS x 8).
+        The run takes a sandbox kept warm for the next run of the same program; with `files`, a fresh one
+        whose working directory is the program's folder, where they lie. Python is not syntax-checked
+        first: a syntax error shows as the run's exit status and traceback, as `python main.py` shows it."""
+        start = time.monotonic()
+        try:
+            with self.compiler.compiled(program, files, compile_time_s) as compiled:
+                compile_s = time.monotonic() - start
+                if not compiled.ok and program.language != "python":
+                    return SingleRun(False, compiled.message, compiled.over_limit, compile_s)
+                name = uuid.uuid4().hex
+                out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
+                try:
+                    stdin_file = self._input_file(stdin)
+                    if files:  # the program reads them from its working directory, its own folder
+                        argv, mounts = compiled.run_argv, compiled.mounts
+                        r = self.sandbox.run(argv, limits, mounts, out, err, stdin_file, cwd=BOX)
+                    else:
+                        assert compiled.directory is not None
+                        with self.warm_sessions.session(
+                            compiled.run_argv, compiled.mounts, compiled.directory, limits
+                        ) as session:
+                            r = session.run(stdin_file, out, err, limits)
+                    stdout = read_head(out, output_chars)
+                    cut = out.stat().st_size > len(stdout.encode("utf-8", errors="replace"))
+                    return SingleRun(
+                        True, "", False, compile_s, r, stdout, read_head(err, STDERR_CHARS * 8), cut
+                    )
+                finally:
+                    out.unlink(missing_ok=True)
+                    err.unlink(missing_ok=True)
+        except Exception as e:  # noqa: BLE001 - our failure, reported as such
+            log.exception("run_once failed")
+            return SingleRun(False, error=f"{type(e).__name__}: {e}"[:1000])
+
     def close(self) -> None:
         self._submissions_pool.shutdown(wait=True, cancel_futures=True)
         self._tests_pool.shutdown(wait=True, cancel_futures=True)
+        self.warm_sessions.close()
         self.sandbox.close()
         shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -148,7 +215,7 @@ class Judge:
 
     # ---- one submission ---------------------------------------------------------------------------
 
-    def _judge(self, problem: Problem, response: str) -> Verdict:
+    def _judge(self, problem: Problem, response: str, cancel: threading.Event | None = None) -> Verdict:
         program = extract_program(response, problem.preferred_language)
         if program is None:
             return Verdict(Status.NO_CODE, message="no program found in the response")
@@ -174,7 +241,7 @@ class Judge:
                 )
             if problem.function is not None:  # run under the function-call harness
                 compiled = harnessed(compiled, self.harness_dir, problem.function)
-            results = self._run_tests(problem, program, compiled, tests)
+            results = self._run_tests(problem, program, compiled, tests, cancel)
         passed = sum(r.status is Status.ACCEPTED for r in results if r is not None)
         # a test a checker gave partial points counts as that fraction in the score
         score = sum(
@@ -183,6 +250,9 @@ class Judge:
         first_failure = next(
             (i for i, r in enumerate(results) if r is not None and r.status is not Status.ACCEPTED), None
         )
+        for i, r in enumerate(results):
+            if r is not None and i != first_failure:
+                r.output = ""  # a verdict carries one program output at most
         ours = next((r for r in results if r is not None and r.status is Status.SANDBOX_ERROR), None)
         if ours is not None:
             status, message = Status.SANDBOX_ERROR, ours.message
@@ -203,7 +273,12 @@ class Judge:
         )
 
     def _run_tests(
-        self, problem: Problem, program: Program, compiled: Compiled, tests: list[TestCase]
+        self,
+        problem: Problem,
+        program: Program,
+        compiled: Compiled,
+        tests: list[TestCase],
+        cancel: threading.Event | None = None,
     ) -> list[TestResult | None]:
         """Results in test order; None for tests skipped after an early stop."""
         early_stop = self.spec.all_or_nothing if self.config.early_stop is None else self.config.early_stop
@@ -221,7 +296,7 @@ class Judge:
         def take() -> int | None:
             nonlocal next_test
             with lock:
-                if stop or next_test >= len(tests):
+                if stop or next_test >= len(tests) or (cancel is not None and cancel.is_set()):
                     return None
                 next_test += 1
                 return next_test - 1
@@ -311,6 +386,8 @@ class Judge:
                     result.message = outcome.message
             if r.note and not result.message:
                 result.message = r.note
+            if result.status not in (Status.ACCEPTED, Status.SANDBOX_ERROR):
+                result.output = read_head(out, OUTPUT_CHARS)  # `_judge` keeps the first failure's only
             return result
         finally:
             out.unlink(missing_ok=True)

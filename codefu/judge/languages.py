@@ -57,6 +57,7 @@ class Compiled:
     mounts: list[Mount] = field(default_factory=list)
     message: str = ""  # truncated diagnostics
     directory: Path | None = None
+    over_limit: bool = False  # the compiler ran out of time, memory or output (not a plain error)
 
 
 class Compiler:
@@ -140,24 +141,25 @@ class Compiler:
             mounts.append(Mount(pch, PCH_DIR))
             argv += ["-I", PCH_DIR]
         argv += ["main.cpp", "-o", "main"]
-        ok, message = self._run_compiler(argv, mounts, directory, time_s)
+        ok, message, over = self._run_compiler(argv, mounts, directory, time_s)
         if ok and not (directory / "main").exists():
             ok, message = False, message or "the compiler produced no executable"
-        return Compiled("cpp", ok, [f"{BOX}/main"], [Mount(directory, BOX)], message, directory)
+        return Compiled("cpp", ok, [f"{BOX}/main"], [Mount(directory, BOX)], message, directory, over)
 
     def _build_python(self, source: str, directory: Path, time_s: float | None = None) -> Compiled:
         (directory / "main.py").write_bytes(source.encode("utf-8", errors="replace"))
         check = "import sys; compile(open(sys.argv[1], 'rb').read(), 'main.py', 'exec')"
         mounts = [Mount(directory, BOX)]
-        ok, message = self._run_compiler(
+        ok, message, over = self._run_compiler(
             [self.config.python, "-c", check, f"{BOX}/main.py"], mounts, directory, time_s
         )
         run = [self.config.python, "-B", f"{BOX}/main.py"]
-        return Compiled("python", ok, run, mounts, message, directory)
+        return Compiled("python", ok, run, mounts, message, directory, over)
 
     def _run_compiler(
         self, argv: list[str], mounts: list[Mount], directory: Path, time_s: float | None = None
-    ) -> tuple[bool, str]:
+    ) -> tuple[bool, str, bool]:
+        """(compiled, diagnostics, over a limit)"""
         cfg = self.config
         cpu = cfg.time_s if time_s is None else time_s
         limits = Limits(cpu, cpu * 1.5, cfg.memory_bytes, cfg.output_bytes)
@@ -168,12 +170,12 @@ class Compiler:
         err.unlink(missing_ok=True)
         if result.limit is not None:
             reason = {"cpu": "time", "wall": "wall-clock time", "memory": "memory", "output": "output size"}
-            return False, f"compilation exceeded its {reason[result.limit]} limit\n{text}"[
-                : cfg.diagnostics_chars
-            ]
+            message = f"compilation exceeded its {reason[result.limit]} limit\n{text}"
+            return False, message[: cfg.diagnostics_chars], True
         if result.exit_code != 0:
-            return False, (text or f"compiler exited with status {result.exit_code}")[: cfg.diagnostics_chars]
-        return True, text[: cfg.diagnostics_chars]
+            message = text or f"compiler exited with status {result.exit_code}"
+            return False, message[: cfg.diagnostics_chars], False
+        return True, text[: cfg.diagnostics_chars], False
 
     def _precompiled_header(self) -> Path | None:
         """Build bits/stdc++.h.gch once per flags (trusted input, so outside the sandbox)."""

@@ -28,6 +28,7 @@ What the runner guarantees per test, and what the judge adds from outside (see t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -40,6 +41,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import OrderedDict
+from collections.abc import Iterator
 from pathlib import Path
 
 from codefu.judge.sandbox import (
@@ -306,3 +309,63 @@ class RunnerSession:
             if self.sandbox.cgroups is not None:
                 self.sandbox.cgroups.release(self.cg)
             self.cg = None
+
+
+class WarmSessions:
+    """Idle sandboxes kept per (program, memory limit) for repeated single runs of the same program: the
+    service's /run_code, which clients such as verl's call once per test case. Each session serves one
+    run at a time; at most `max_idle` are kept, the least recently used closed first.
+
+    A session is keyed by its program folder's inode, not only its path: a program evicted from the
+    compile cache and built again gets a new folder, which a sandbox started earlier cannot see."""
+
+    def __init__(self, sandbox: Sandbox, max_idle: int):
+        self.sandbox = sandbox
+        self.max_idle = max_idle
+        self._lock = threading.Lock()
+        self._idle: OrderedDict[tuple, list] = OrderedDict()
+        self._count = 0
+
+    @contextlib.contextmanager
+    def session(self, argv: list[str], mounts: list[Mount], directory: Path, limits: Limits) -> Iterator:
+        key = (str(directory), directory.stat().st_ino, tuple(argv), limits.memory_bytes)
+        with self._lock:
+            idle = self._idle.get(key)
+            session = idle.pop() if idle else None
+            if session is not None:
+                self._count -= 1
+                if not idle:
+                    del self._idle[key]
+        if session is None:
+            session = open_session(self.sandbox, argv, mounts, limits)
+        try:
+            yield session
+        finally:
+            self._put_back(key, session)
+
+    def _put_back(self, key: tuple, session) -> None:
+        if session.dead or self.max_idle <= 0:
+            session.close()
+            return
+        evicted = []
+        with self._lock:
+            self._idle.setdefault(key, []).append(session)
+            self._idle.move_to_end(key)
+            self._count += 1
+            while self._count > self.max_idle:
+                oldest = next(iter(self._idle))
+                sessions = self._idle[oldest]
+                evicted.append(sessions.pop(0))
+                self._count -= 1
+                if not sessions:
+                    del self._idle[oldest]
+        for s in evicted:
+            s.close()
+
+    def close(self) -> None:
+        with self._lock:
+            sessions = [s for group in self._idle.values() for s in group]
+            self._idle.clear()
+            self._count = 0
+        for s in sessions:
+            s.close()

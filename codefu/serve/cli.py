@@ -1,0 +1,162 @@
+"""`codefu serve`: the judge as an HTTP service other RL frameworks can call (SandboxFusion's /run_code,
+codefu's /judge), its replicas spread over every node of the Ray cluster.
+
+Prints `listening on http://HOST:PORT` once it accepts requests; SIGTERM or SIGINT stops it cleanly
+(requests in flight finish, replicas close their sandboxes). On a `codefu launch` cluster (RAY_ADDRESS)
+it joins it; otherwise it starts a Ray of its own. The token can also come from CODEFU_SERVE_TOKEN, which
+keeps it out of the process list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from dataclasses import replace
+
+from codefu.errors import CodefuError
+from codefu.judge.rewards import REWARDS
+from codefu.serve.protocol import ServiceLimits
+
+APP_NAME = "codefu-judge"
+SHUTDOWN_TIMEOUT_S = 60
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve the judge over HTTP (SandboxFusion /run_code, /judge)",
+                       description=__doc__)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    p.add_argument("--port", type=int, default=8080, help="port (0: any free one, as printed)")
+    p.add_argument("--dataset", help="problems /judge may name by 'name' or 'index' (parquet/JSONL)")
+    p.add_argument("--token", help="bearer token requests need (default: $CODEFU_SERVE_TOKEN)")
+    p.add_argument("--reward", default="codefu", choices=sorted(REWARDS), help="the reward /judge answers")
+    p.add_argument("--max-tests", type=int, default=None, help="tests per /judge submission at most")
+    p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
+    p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
+    p.add_argument("--replicas", type=int, default=0, help="judge replicas (0: one per node with a CPU)")
+    p.add_argument("--cpus-per-replica", type=float, default=0,
+                   help="CPUs each replica reserves and runs sandboxes on (0: the smallest node's)")
+    p.add_argument("--max-pending", type=int, default=0,
+                   help="requests in the service at once before it answers 503 (0: 8 per judge CPU)")
+    p.add_argument("--max-body-mb", type=float, default=64, help="largest request body")
+    p.add_argument("--max-run-timeout", type=float, default=60, help="largest run_timeout a request may ask")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run programs on the host WITHOUT isolation (debugging trusted code only)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for flag in ("replicas", "max_pending", "port"):
+        if getattr(args, flag) < 0:
+            raise CodefuError(f"--{flag.replace('_', '-')} must be >= 0, got {getattr(args, flag)}")
+    if args.port > 65535:
+        raise CodefuError(f"--port must be at most 65535, got {args.port}")
+    dataset = None
+    if args.dataset:
+        from codefu.data.loader import load_problems
+
+        dataset = load_problems(args.dataset)
+    token = args.token or os.environ.get("CODEFU_SERVE_TOKEN") or None
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # while starting: stop as on Ctrl-C
+    try:
+        return asyncio.run(_serve(args, dataset, token))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
+    import ray
+    import uvicorn
+    from ray import serve
+
+    from codefu.judge.judge import JudgeConfig
+    from codefu.judge.sandbox import SandboxConfig
+    from codefu.serve.app import ServiceSettings, build_app
+    from codefu.serve.replica import JudgeDeployment
+
+    ray.init(address="auto" if os.environ.get("RAY_ADDRESS") else None, log_to_driver=False,
+             ignore_reinit_error=True)
+    try:
+        nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
+        if not nodes:
+            raise CodefuError("no Ray node with a CPU is alive: the judge needs at least one")
+        cpus = args.cpus_per_replica or min(n["Resources"]["CPU"] for n in nodes)
+        replicas = args.replicas or len(nodes)
+        workers = max(1, int(cpus))
+        judge = JudgeConfig(
+            reward=args.reward, max_tests=args.max_tests, seed=args.seed, time_scale=args.time_scale,
+            workers=workers, judge_identical_once=False,
+            sandbox=SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap"),
+        )
+        max_pending = args.max_pending or 8 * workers * replicas
+        serve.start(proxy_location="Disabled")  # this process is the HTTP front
+        deployment = JudgeDeployment.options(
+            num_replicas=replicas,
+            max_replicas_per_node=1 if replicas <= len(nodes) else None,
+            ray_actor_options={"num_cpus": cpus},
+            max_ongoing_requests=4 * workers,
+            max_queued_requests=max_pending,
+            graceful_shutdown_timeout_s=30,
+        )
+        handle = serve.run(deployment.bind(judge), name=APP_NAME, route_prefix=None)
+
+        async def ready() -> dict:
+            status = serve.status().applications[APP_NAME].status
+            if status != "RUNNING":
+                raise RuntimeError(f"the judge application is {status}")
+            return {"replicas": replicas, "workers_per_replica": workers}
+
+        limits = replace(ServiceLimits(), max_body_bytes=int(args.max_body_mb * (1 << 20)),
+                         max_run_timeout_s=args.max_run_timeout)
+        settings = ServiceSettings(reward=args.reward, token=token, max_pending=max_pending, limits=limits)
+        app = build_app(handle, settings, dataset, ready)
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
+                                timeout_graceful_shutdown=30, lifespan="off")
+        server = _server_class()(config)
+        announce = asyncio.create_task(_announce(server, args.host))
+        await server.serve()  # returns after SIGTERM/SIGINT, once requests in flight are answered
+        announce.cancel()
+        return 0 if server.started else 1
+    finally:
+        try:  # bounded: under a process-group kill Ray's own processes may already be gone
+            await asyncio.wait_for(asyncio.to_thread(serve.shutdown), SHUTDOWN_TIMEOUT_S)
+        except TimeoutError:
+            logging.getLogger(__name__).warning("Serve did not shut down in %d s", SHUTDOWN_TIMEOUT_S)
+        finally:
+            ray.shutdown()
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's, except that a SIGTERM or SIGINT only stops serving: uvicorn would raise the
+        signal again once stopped, killing the process before the replicas and Ray are shut down."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server
+
+
+async def _announce(server, host: str) -> None:
+    while not server.started:
+        await asyncio.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    print(f"listening on http://{host}:{port}", flush=True)
+    sys.stdout.flush()

@@ -1,0 +1,163 @@
+"""`codefu serve` as the tests run it: a real server process on a free loopback port, in a temporary folder
+of its own ($TMPDIR: the judge's sandboxes and Ray's session live under it), so that every process it
+started can be found by that folder's name, and none may be left once it stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+START_TIMEOUT_S = 180  # a local Ray and Serve on 2 busy cores
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen
+    url: str
+    tmp: str  # the server's $TMPDIR
+    log: Path
+    token: str | None = None
+    stopped_code: int | None = field(default=None)
+
+    def post(self, path: str, body, token: str | None = "default", timeout: float = 120):
+        """(status, JSON answer, headers) of a POST; body may be an object or raw bytes."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method="POST")
+        request.add_header("Content-Type", "application/json")
+        token = self.token if token == "default" else token
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token}")
+        return _send(request, timeout)
+
+    def get(self, path: str, token: str | None = "default"):
+        request = urllib.request.Request(self.url + path)
+        token = self.token if token == "default" else token
+        if token is not None:
+            request.add_header("Authorization", f"Bearer {token}")
+        return _send(request, 60, raw=path == "/metrics")
+
+    def processes(self) -> list[str]:
+        """Command lines of the live processes that belong to this server (its $TMPDIR in them)."""
+        out = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if self.tmp in cmdline and state != "Z":
+                out.append(f"{pid}: {cmdline[:300]}")
+        return out
+
+    def running_programs(self) -> list[str]:
+        """Programs running in this server's sandboxes now (an idle warm sandbox runs none): processes
+        below one of its bwrap processes, other than the sandbox's runner."""
+        roots = {int(line.split(":", 1)[0]) for line in self.processes() if "bwrap" in line}
+        out = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if cmdline.startswith(("/codefu-runner", "/usr/bin/bwrap")) or int(pid) in roots:
+                continue
+            if _has_ancestor(int(pid), roots):
+                out.append(f"{pid}: {cmdline[:200]}")
+        return out
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
+        if self.stopped_code is None:
+            self.proc.send_signal(sig)
+            try:
+                self.stopped_code = self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.stopped_code = self.proc.wait()
+                raise AssertionError(f"codefu serve did not stop on {sig!r}:\n{self.output()[-3000:]}") from None
+        return self.stopped_code
+
+
+def _has_ancestor(pid: int, ancestors: set[int]) -> bool:
+    for _ in range(64):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+        if pid in ancestors:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
+def _send(request, timeout: float, raw: bool = False):
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            body = r.read()
+            return r.status, (body.decode() if raw else json.loads(body)), _headers(r.headers)
+    except urllib.error.HTTPError as e:
+        body = e.read()
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            answer = body.decode(errors="replace")
+        return e.code, answer, _headers(e.headers)
+
+
+def start_server(*flags: str, token: str | None = None) -> Served:
+    """`codefu serve --port 0 FLAGS` started and answering; its log is in its temporary folder."""
+    tmp = tempfile.mkdtemp(prefix="cfs-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    os.chmod(tmp, 0o755)  # the sandbox's user must reach the judge's folder inside it
+    log = Path(tmp) / "serve.log"
+    env = {**os.environ, "TMPDIR": tmp, "RAY_ADDRESS": "", "PYTHONUNBUFFERED": "1"}
+    env.pop("RAY_ADDRESS")
+    if token is not None:
+        env["CODEFU_SERVE_TOKEN"] = token
+    argv = [sys.executable, "-m", "codefu", "serve", "--port", "0", *flags]
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace")
+        for line in text.splitlines():
+            if line.startswith("listening on http://"):
+                return Served(proc, line.removeprefix("listening on ").strip(), tmp, log, token)
+        if proc.poll() is not None:
+            raise AssertionError(f"codefu serve exited with {proc.returncode}:\n{text[-3000:]}")
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"codefu serve did not start in {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+
+
+def cleanup(served: Served) -> None:
+    """Stop the server if a test did not, kill what it left (after the test has looked), drop its folder."""
+    if served.proc.poll() is None:
+        served.proc.kill()
+        served.proc.wait()
+    for line in served.processes():
+        try:
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    shutil.rmtree(served.tmp, ignore_errors=True)
+
+
+def _headers(headers) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers.items()}  # HTTP header names are case-insensitive
