@@ -13,7 +13,7 @@ class LaunchConfig:
     dashboard_host: str = "0.0.0.0"
     dashboard_port: int = 8265
     """Dashboard and job API (`ray job submit --address http://head:8265`)."""
-    metrics_export_port: int = 8080
+    metrics_export_port: int = 8081  # not 8080: `codefu serve`'s port on the same head
     """Prometheus scrape port, the same on every node so one scrape config covers the cluster."""
     prometheus_host: str | None = None
     """Sets RAY_PROMETHEUS_HOST for the dashboard (default: whatever the environment says)."""

@@ -306,3 +306,23 @@ def test_token_backpressure_and_a_clean_stop():
         assert served.processes() == [], served.output()[-2000:]
     finally:
         cleanup(served)
+
+
+def test_compute_score_through_the_service_equals_in_process(server):
+    from codefu.data.schema import problem_to_row
+    from codefu.data.starter import load_starter_problems
+    from codefu.judge.verl_reward import compute_score
+
+    problem = next(p for p in load_starter_problems() if p.name == "square-number")
+    row = problem_to_row(problem, "train", 0, "easy", problem.name)
+    args = (row["data_source"], None, row["reward_model"]["ground_truth"], row["extra_info"])
+    wrong = problem.extra["wrong_solutions"][0]
+    for response in (f"```python\n{problem.extra['solutions']['python']}\n```",
+                     f"```{wrong['language']}\n{wrong['source']}\n```", "no code", "```cpp\nint main( {\n```"):
+        call = (args[0], response, *args[2:])
+        # the module's service judges 10 tests at most (--max-tests 10)
+        assert compute_score(*call, url=server.url) == compute_score(*call, max_tests=10), response
+    with pytest.raises(ValueError, match="reward"):
+        compute_score(*call, url=server.url, reward="binary")  # the service judges with codefu's
+    with pytest.raises(RuntimeError, match="cannot reach the judge service"):
+        compute_score(*call, url="http://127.0.0.1:9")

@@ -33,7 +33,7 @@ def test_head_and_worker_command_lines():
         "--include-dashboard=true",
         "--dashboard-port=8265",
         "--dashboard-host=0.0.0.0",
-        "--metrics-export-port=8080",
+        "--metrics-export-port=8081",
         "--node-ip-address=10.0.0.1",
         "--num-cpus=8",
         "--num-gpus=2",
