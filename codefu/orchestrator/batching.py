@@ -15,7 +15,9 @@ def completions_to_batch(completions: Sequence[Completion], advantages: Tensor, 
     """Right-padded prompt + response rows; the rollout's log-probs become `old_logprobs`.
 
     advantages: (B,) one per completion; trained: (B,) bool, False for samples the judge could not score
-    (their response mask is zeroed, so they add nothing to the loss).
+    (their response mask is zeroed, so they add nothing to the loss). A completion's `loss_mask` (an
+    episode's feedback turns: 0) is its row of the response mask: tokens the model did not write are
+    context, never trained, whatever loss, ratio, KL or entropy term reads the mask.
     """
     rows = [c.prompt_ids + c.token_ids for c in completions]
     B, T = len(rows), max(len(r) for r in rows)
@@ -28,7 +30,8 @@ def completions_to_batch(completions: Sequence[Completion], advantages: Tensor, 
         input_ids[b, : p + r] = torch.tensor(rows[b])
         attention[b, : p + r] = 1
         if trained[b]:
-            response[b, p : p + r] = 1
+            mask = c.loss_mask if c.loss_mask is not None else [1] * r
+            response[b, p : p + r] = torch.tensor(mask, dtype=torch.long)
         old[b, p : p + r] = torch.tensor(c.logprobs, dtype=torch.float32)
     return Batch(input_ids, attention, response, old_logprobs=old, advantages=advantages.float())
 

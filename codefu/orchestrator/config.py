@@ -51,6 +51,22 @@ class RolloutConfig(EngineSettings):
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 256
+    """Tokens per response (per turn of a self-repair episode)."""
+    turns: int = 1
+    """Self-repair: turns per episode at most. A program that fails the problem's public tests (the
+    statement's examples) gets the judge's feedback as a user turn and the model writes a new one, until
+    the public tests pass or `turns` programs are written; the last is rewarded on the hidden tests.
+    1: one response per sample, no feedback (docs/self-repair.md)."""
+    max_episode_tokens: int | None = None
+    """Self-repair: the tokens an episode may hold after its prompt, the model's and the feedback turns';
+    a turn starts only when its feedback and a whole response of max_new_tokens fit. null: no bound but
+    turns x max_new_tokens and the feedback turns' (each part cut to feedback_chars)."""
+    feedback_chars: int = 400
+    """Self-repair: each part of a feedback turn (compiler output, the failing example's input, expected
+    output, the program's output, its error) is cut to this many characters, head and tail kept."""
+    stop_token_ids: list[int] = field(default_factory=list)
+    """Token ids that end a response besides the tokenizer's end-of-sequence (kept in the response, like
+    EOS), e.g. a chat template's end-of-turn token that is not the model's EOS."""
 
 
 @dataclass
@@ -80,6 +96,12 @@ class AlgoConfig:
     max_sampling_rounds: int = 3
     """Generation rounds per step at most when dynamic sampling refills the batch."""
     reward: str = "codefu"
+    turn_cost: float = 0.0
+    """Self-repair (rollout.turns > 1): each turn after the first costs this much reward, so a program
+    right at once beats one repaired later. 0: off."""
+    first_turn_bonus: float = 0.0
+    """Self-repair: added to the reward of an episode whose first program passed (the public tests, and
+    the hidden ones it is rewarded on), so the policy keeps solving without feedback. 0: off."""
     recompute_logprobs: bool = True
     """The trainer recomputes the sampled tokens' log-probs as the PPO "old" policy (and reports the
     rollout-vs-trainer mismatch); False saves that forward pass: the rollout's own are the old policy, or,
@@ -175,6 +197,15 @@ def check_run_config(cfg: RunConfig) -> None:
         ("rollout.top_k", r.top_k >= 0, ">= 0 (0: off)"),
         ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),
         ("rollout.batch_size", r.batch_size >= 1, ">= 1"),
+        ("rollout.turns", r.turns >= 1, ">= 1"),
+        (
+            "rollout.max_episode_tokens",
+            r.max_episode_tokens is None or r.max_episode_tokens >= r.max_new_tokens,
+            ">= rollout.max_new_tokens or null",
+        ),
+        ("rollout.feedback_chars", r.feedback_chars >= 1, ">= 1"),
+        ("algo.turn_cost", a.turn_cost >= 0, ">= 0 (0: off)"),
+        ("algo.first_turn_bonus", a.first_turn_bonus >= 0, ">= 0 (0: off)"),
         ("algo.max_sampling_rounds", a.max_sampling_rounds >= 1, ">= 1"),
         ("algo.overlong_buffer", 0 <= a.overlong_buffer <= r.max_new_tokens, "in [0, max_new_tokens]"),
         ("algo.overlong_penalty", a.overlong_penalty >= 0, ">= 0"),

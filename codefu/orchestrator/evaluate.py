@@ -15,6 +15,12 @@ go through the loop's own validation path (codefu.orchestrator.evaluation), with
 names, or with one list of an object of named lists ({"train": [...], "heldout": [...]}) chosen by
 --split. A name the dataset lacks is an error. --max-problems then keeps the first N of those.
 
+--turns K evaluates self-repair (docs/self-repair.md): each sample is an episode of up to K turns, a program
+that fails the problem's public tests getting the judge's feedback and another turn. pass@k is then of
+the last programs; pass@1 after each turn is printed, and pass@1 against sampling at the budget of K turns:
+K independent samples, the first that passes the public tests submitted (the episodes' first turns serve
+as those samples, so --n >= K), paired by problem, with 95% bootstrap intervals and tokens used.
+
 --baseline B compares with B, paired by problem: B is a previous --out file (a path ending in .json; its
 `per_problem` is used, so it must come from this version or later) or a model (PATH or smollm2), then
 sampled here on the same problems with the same seed and sampling. Only the problems both have are
@@ -34,7 +40,8 @@ The --out JSON (`buckets`, `verdicts` and the rest as before; `ci95`, `per_probl
          "problems": 24, "only_a": 0, "only_b": 0,  # compared; evaluated here only; in B only
          "pass@1": {"diff": 0.083, "ci95": [0.021, 0.150], "a": 0.29, "b": 0.21,
                     "better": 7, "worse": 1, "equal": 16}, ...,
-         "baseline_result": {...}}}                # a model baseline's own result, laid out as above
+         "baseline_result": {...}},                # a model baseline's own result, laid out as above
+     "turns": {...}}                               # with --turns K > 1: evaluation.turn_report's dict
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codefu.errors import CodefuError
 from codefu.judge.judge import Judge, JudgeConfig
@@ -55,6 +62,9 @@ from codefu.judge.rewards import REWARDS
 from codefu.judge.sandbox import SandboxConfig
 from codefu.observability.passk import by_bucket, paired_difference, pass_at_k_ci, pass_at_k_table
 from codefu.types import Problem
+
+if TYPE_CHECKING:
+    from codefu.orchestrator.evaluation import Evaluation
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -81,6 +91,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--language", default="python", help="asked for when a problem has no prompt of its own")
     p.add_argument("--reward", default="codefu", choices=sorted(REWARDS))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--turns", type=int, default=1,
+                   help="self-repair: up to this many turns per sample, with the judge's feedback on the "
+                        "public tests between them (needs --n >= --turns)")
     p.add_argument("--sandbox", default="bwrap", choices=["bwrap", "none"],
                    help="none: programs run WITHOUT isolation (no bubblewrap there; trusted code only)")
     p.add_argument("--out", default=None, help="write the results as JSON here")
@@ -170,6 +183,22 @@ def format_comparison(comparison: Mapping[str, Any], ks: list[int]) -> list[str]
     return lines
 
 
+def format_turns(report: Mapping[str, Any]) -> list[str]:
+    """The self-repair lines of `turn_report`'s dict: pass@1 after each turn, then against sampling."""
+    def cell(c: Mapping[str, Any], sign: str = "") -> str:
+        lo, hi = c["ci95"]
+        return f"{c['pass@1']:{sign}.4f} [{lo:{sign}.3f}, {hi:{sign}.3f}]"
+
+    k = report["turns"]
+    lines = [f"self-repair, up to {k} turns, over {report['problems']} problems:"]
+    lines += [f"  pass@1 after turn {t}: {cell(c)}" for t, c in report["pass@1_after_turn"].items()]
+    r, s = report["self_repair"], report["sampling"]
+    lines.append(f"  {k} turns of repair:       {cell(r)}  {r['tokens']:.0f} tokens per episode")
+    lines.append(f"  {k} samples, first passing the examples: {cell(s)}  {s['tokens']:.0f} tokens expected")
+    lines.append(f"  repair - sampling: {cell(report['diff'], '+')} (paired by problem)")
+    return lines
+
+
 def split_names(path: str, split: str | None) -> list[str]:
     """The problem names of a split file: a JSON list of names, or an object of such lists with `split`
     naming one. CodefuError naming the file for anything else."""
@@ -231,15 +260,16 @@ def load_baseline(path: str, dataset: str, sampling: Mapping[str, Any]) -> dict[
 
 def sample_and_judge(
     model_arg: str, problems: list[Problem], args: argparse.Namespace, judge: Judge, label: str = ""
-) -> tuple[dict[str, int], dict[str, int]]:
-    """({problem: accepted samples}, {verdict: samples}) of one model: n samples per problem, judged, by the
-    loop's own evaluation path (`sample_and_score`) over a local engine and judge."""
+) -> Evaluation:
+    """One model's n samples per problem (episodes of up to --turns turns), judged, by the loop's own
+    evaluation path (`sample_and_score`) over a local engine and judge."""
     from codefu.models import smollm2_gguf
+    from codefu.orchestrator.episodes import EpisodePlan
     from codefu.orchestrator.evaluation import sample_and_score
     from codefu.orchestrator.roles import JudgeScorer
     from codefu.rollout.actor import build_engine
     from codefu.rollout.engine import EngineConfig
-    from codefu.rollout.prompts import encode_prompt
+    from codefu.rollout.prompts import encode_prompt, follow_up_ids
     from codefu.rollout.types import SamplingParams
 
     model = str(smollm2_gguf()) if model_arg == "smollm2" else model_arg
@@ -251,20 +281,22 @@ def sample_and_judge(
                               max_new_tokens=args.max_new_tokens, seed=args.seed)
     scorer = JudgeScorer(judge, args.reward, progress=f"judge{label}")
     tokenizer = engine.tokenizer
+    plan = EpisodePlan(args.turns, follow_up=lambda text, reply: follow_up_ids(tokenizer, text, reply))
     try:
         result = sample_and_score(
             problems,
             lambda p: encode_prompt(tokenizer, p),
             engine.generate,
-            scorer.score,
+            scorer,
             sampling,
             prompts_per_call=max(1, args.batch_size // args.n),  # whole groups of n samples per engine call
             label=label,
+            plan=plan,
         )
     except ValueError as e:  # what the engine refuses (a prompt longer than the model takes, ...)
         raise CodefuError(f"--model {model_arg} (--engine {args.engine}): {e}") from None
     del engine
-    return result.accepted(), dict(result.statuses)
+    return result
 
 
 def print_table(table: Mapping[str, Mapping[str, Any]], ci95: Mapping[str, Mapping[str, list[float]]],
@@ -293,6 +325,9 @@ def run(args: argparse.Namespace) -> int:
         raise CodefuError(f"--temperature {args.temperature}: must be > 0")
     if args.split is not None and args.split_file is None:
         raise CodefuError("--split needs --split-file")
+    if not 1 <= args.turns <= args.n:
+        raise CodefuError(f"--turns {args.turns}: must be between 1 and --n {args.n} (the comparison with "
+                          "sampling draws --turns of the n first turns)")
     from codefu.data.loader import load_problems
     from codefu.data.starter import load_starter_problems
 
@@ -318,9 +353,11 @@ def run(args: argparse.Namespace) -> int:
     buckets = {p.name: bucket_of(p) for p in problems}
     baseline_counts = None
     with Judge(JudgeConfig(reward=args.reward, sandbox=SandboxConfig(kind=args.sandbox))) as judge:
-        correct, statuses = sample_and_judge(args.model, problems, args, judge)
+        evaluation = sample_and_judge(args.model, problems, args, judge)
+        correct, statuses = evaluation.accepted(), dict(evaluation.statuses)
         if args.baseline is not None and baseline_file is None:
-            baseline_counts = sample_and_judge(args.baseline, problems, args, judge, label=" (baseline)")
+            b_eval = sample_and_judge(args.baseline, problems, args, judge, label=" (baseline)")
+            baseline_counts = b_eval.accepted(), dict(b_eval.statuses)
     table = passk_by_bucket(correct, buckets, args.n, ks)
     ci95 = ci_by_bucket(correct, buckets, args.n, ks, seed=args.seed)
     print_table(table, ci95, ks)
@@ -337,6 +374,12 @@ def run(args: argparse.Namespace) -> int:
         "per_problem": correct,
         "sampling": sampling_info,
     }
+    if args.turns > 1:
+        from codefu.orchestrator.evaluation import turn_report
+
+        result["turns"] = turn_report(evaluation.episodes, args.turns, seed=args.seed)
+        for line in format_turns(result["turns"]):
+            print(line)
     if args.baseline is not None:
         if baseline_file is not None:
             b_counts, b_n = baseline_file["per_problem"], baseline_file["n"]

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from codefu.algo.advantages import gae
 from codefu.algo.estimators import sequence_advantages
 from codefu.algo.grpo import kl_penalty, masked_mean
-from codefu.algo.shaping import outcome_token_rewards, overlong_penalty
+from codefu.algo.shaping import outcome_token_rewards, overlong_penalty, turn_shaping
 from codefu.algo.value_loss import explained_variance
 from codefu.data.difficulty import PassRateRecord
 from codefu.data.loader import training_loader
@@ -32,7 +32,8 @@ from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
 from codefu.orchestrator.config import AlgoConfig, RunConfig
-from codefu.orchestrator.evaluation import sample_and_score
+from codefu.orchestrator.episodes import Episode, EpisodePlan, episode_metrics, run_episodes
+from codefu.orchestrator.evaluation import sample_and_score, turn_metrics
 from codefu.orchestrator.roles import Roles, Score, Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
@@ -46,15 +47,18 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Sampled:
-    """One step's kept samples: completions, their problems and scores, and their GRPO groups."""
+    """One step's kept samples: completions, their problems and scores, and their GRPO groups. A sample is
+    an episode (of one turn unless rollout.turns > 1); its completion is what the trainer sees."""
 
     completions: list[Completion] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)  # the completions' episodes
     problems: list[Problem] = field(default_factory=list)
     scores: list[Score] = field(default_factory=list)
     groups: list[int] = field(default_factory=list)
     all_scores: list[Score] = field(default_factory=list)  # before dynamic sampling dropped any
     all_problems: list[Problem] = field(default_factory=list)  # the owner of each of all_scores
-    generated_tokens: int = 0  # response tokens of every completion, dropped ones included
+    all_episodes: list[Episode] = field(default_factory=list)  # the episode of each of all_scores
+    generated_tokens: int = 0  # tokens the model wrote in every episode, dropped ones included
 
 
 FINAL_MODEL = "model"  # RUN_DIR/model: the run's final model in HF format
@@ -73,6 +77,7 @@ def train(
     """Train for cfg.loop.steps (or until max_steps this session); resumes from run_dir's last checkpoint.
     Returns the last step's metrics."""
     encode = _prompt_cache(tokenizer)
+    plan = EpisodePlan.of(cfg.rollout, tokenizer)
     train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
@@ -99,16 +104,16 @@ def train(
     try:
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
             timer = StepTimer()
-            sampled = sample_step(cfg, roles, scorer, loader, encode, step, timer)
+            sampled = sample_step(cfg, roles, scorer, loader, encode, plan, step, timer)
             loader.record(pass_counts(sampled.all_problems, sampled.all_scores))
-            metrics = step_metrics(sampled) | loader.difficulty_metrics() | roles.memory_metrics
+            metrics = step_metrics(sampled, plan.turns) | loader.difficulty_metrics() | roles.memory_metrics
             metrics |= source_metrics(sampled.all_problems, sampled.all_scores)  # data/pass_rate/<source>
             if sampled.completions:
                 metrics |= update_step(cfg, roles, sampled, timer, step)
             metrics |= timer.metrics()
             last = step + 1 == end
             if cfg.loop.val_every and ((step + 1) % cfg.loop.val_every == 0 or last) and val_problems:
-                metrics |= validate(cfg, roles, scorer, val_problems, encode, step)
+                metrics |= validate(cfg, roles, scorer, val_problems, encode, plan)
             sink.write(step + 1, metrics)
             finished = step + 1 == cfg.loop.steps
             if finished:
@@ -126,9 +131,12 @@ def train(
     return metrics
 
 
-def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, timer: StepTimer) -> Sampled:
-    """n samples for each of the step's prompts, scored; with dynamic sampling, groups whose samples all
-    pass or all fail are dropped and more prompts sampled, for up to max_sampling_rounds rounds."""
+def sample_step(
+    cfg, roles: Roles, scorer: Scorer, loader, encode, plan: EpisodePlan, step: int, timer: StepTimer
+) -> Sampled:
+    """n samples (episodes: codefu.orchestrator.episodes) for each of the step's prompts, scored; with
+    dynamic sampling, groups whose samples all pass or all fail are dropped and more prompts sampled, for
+    up to max_sampling_rounds rounds."""
     out = Sampled()
     want = cfg.data.prompts_per_step
     rounds = cfg.algo.max_sampling_rounds if cfg.algo.dynamic_sampling else 1
@@ -137,19 +145,24 @@ def sample_step(cfg, roles: Roles, scorer: Scorer, loader, encode, step: int, ti
         if not problems:
             break
         sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
-        with timer.phase("generate"):
-            completions = roles.generate([encode(p) for p in problems], sampling)
-        out.generated_tokens += sum(len(c.token_ids) for c in completions)
+        generate = _timed(timer, "generate", roles.generate)
+        check = _timed(timer, "judge", scorer.check_public)  # self-repair: the public tests
+        with roles.generating():  # one phase for every turn: memory moves once
+            episodes = run_episodes(problems, [encode(p) for p in problems], sampling, plan, generate, check)
+        completions = [e.completion() for e in episodes]
+        out.generated_tokens += sum(c.model_tokens for c in completions)
         owners = [problems[c.prompt_index] for c in completions]
         with timer.phase("judge"):
-            scores = scorer.score(owners, [c.text for c in completions])
+            scores = scorer.score(owners, [c.text for c in completions])  # the last program, hidden tests
         groups = [r * want + c.prompt_index for c in completions]
         out.all_scores += scores
         out.all_problems += owners
+        out.all_episodes += episodes
         keep = mixed_groups([s.passed for s in scores], groups) if cfg.algo.dynamic_sampling else set(groups)
-        for c, p, s, g in zip(completions, owners, scores, groups, strict=True):
+        for c, e, p, s, g in zip(completions, episodes, owners, scores, groups, strict=True):
             if g in keep:
                 out.completions.append(c)
+                out.episodes.append(e)
                 out.problems.append(p)
                 out.scores.append(s)
                 out.groups.append(g)
@@ -165,12 +178,19 @@ def update_step(
     rewards = torch.tensor([s.reward if s.reward is not None else 0.0 for s in sampled.scores])
     valid = torch.tensor([s.reward is not None for s in sampled.scores])
     groups = torch.tensor(sampled.groups)
-    lengths = torch.tensor([len(c.token_ids) for c in sampled.completions])
+    lengths = torch.tensor([c.model_tokens for c in sampled.completions])  # the trained tokens
     metrics: dict[str, float] = {}
-    if a.overlong_buffer:
-        penalty = overlong_penalty(lengths, cfg.rollout.max_new_tokens, a.overlong_buffer, a.overlong_penalty)
+    if a.overlong_buffer:  # on the last response: each turn has its max_new_tokens
+        last = torch.tensor([e.final.num_tokens for e in sampled.episodes])
+        penalty = overlong_penalty(last, cfg.rollout.max_new_tokens, a.overlong_buffer, a.overlong_penalty)
         rewards = rewards + torch.where(valid, penalty, 0.0)
         metrics["reward/overlong_penalty"] = float(penalty[valid].mean()) if valid.any() else 0.0
+    if a.turn_cost or a.first_turn_bonus:
+        turns = torch.tensor([e.turns for e in sampled.episodes])
+        passed = torch.tensor([s.passed for s in sampled.scores])
+        shaping = turn_shaping(turns, passed, a.turn_cost, a.first_turn_bonus)
+        rewards = rewards + torch.where(valid, shaping, 0.0)
+        metrics["reward/turn_shaping"] = float(shaping[valid].mean()) if valid.any() else 0.0
     with_critic = a.estimator == "ppo"
     if with_critic:  # per-token advantages come from the critic's values below
         advantages = torch.zeros(len(rewards))
@@ -243,7 +263,7 @@ def pass_counts(problems: list[Problem], scores: list[Score]) -> dict[str, tuple
     return out
 
 
-def step_metrics(sampled: Sampled) -> dict[str, float]:
+def step_metrics(sampled: Sampled, turns: int = 1) -> dict[str, float]:
     scores = sampled.all_scores
     rewards = [s.reward for s in scores if s.reward is not None]
     m: dict[str, float] = {
@@ -255,26 +275,30 @@ def step_metrics(sampled: Sampled) -> dict[str, float]:
     m |= verdict_metrics(s.status for s in scores)
     m[M.JUDGE_REUSED] = sum(s.reused for s in scores) / len(scores) if scores else 0.0
     if sampled.completions:
-        lengths = [len(c.token_ids) for c in sampled.completions]
+        lengths = [c.model_tokens for c in sampled.completions]  # the model's tokens, over every turn
         m |= summary_stats(lengths, "rollout/response_len_")  # mean, std, min, max
         m["rollout/stop_frac"] = sum(c.finish_reason == "stop" for c in sampled.completions) / len(lengths)
-    return m
+    return m | episode_metrics(sampled.all_episodes, scores, turns)
 
 
-def validate(cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, step: int) -> dict[str, float]:
+def validate(
+    cfg: RunConfig, roles: Roles, scorer: Scorer, problems, encode, plan: EpisodePlan
+) -> dict[str, float]:
     n = cfg.loop.val_n
     sampling = sampling_params(cfg, n, seed=cfg.loop.seed + 7)
-    result = sample_and_score(problems, encode, roles.generate, scorer.score, sampling, label=" (validation)")
-    # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems
+    with roles.generating():
+        result = sample_and_score(problems, encode, roles.generate, scorer, sampling, label=" (validation)",
+                                  plan=plan)
+    # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems (the last programs)
     out = passk_metrics_with_ci(result.passed, sorted({1, n}), seed=cfg.loop.seed)
     out["eval/reward_mean"] = sum(result.rewards) / max(1, len(result.rewards))
-    return out
+    return out | turn_metrics(result, seed=cfg.loop.seed)  # eval/turn{t}_pass@1 with self-repair
 
 
 def sampling_params(cfg: RunConfig, n: int, seed: int) -> SamplingParams:
     r = cfg.rollout
     return SamplingParams(n=n, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
-                          max_new_tokens=r.max_new_tokens, seed=seed)
+                          max_new_tokens=r.max_new_tokens, seed=seed, stop_token_ids=tuple(r.stop_token_ids))
 
 
 def fit_prompts(
@@ -293,6 +317,16 @@ def fit_prompts(
     if not kept:
         raise CodefuError(f"data.max_prompt_tokens={max_tokens}: no {split} problem's prompt fits")
     return kept
+
+
+def _timed(timer: StepTimer, phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with its calls' time added to `phase` of the step's timer."""
+
+    def timed(*args: Any) -> Any:
+        with timer.phase(phase):
+            return fn(*args)
+
+    return timed
 
 
 def _prompt_cache(tokenizer: Any) -> Callable[[Problem], list[int]]:

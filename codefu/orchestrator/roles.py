@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +21,7 @@ from tqdm import tqdm
 from codefu.errors import CodefuError
 from codefu.judge.judge import Judge
 from codefu.judge.pool import PoolConfig, RayJudgePool
-from codefu.judge.rewards import compute_reward
+from codefu.judge.rewards import compute_reward, select_tests
 from codefu.observability.prometheus import set_judge_load
 from codefu.orchestrator.config import RunConfig
 from codefu.orchestrator.layout import Layout, check_layout, make_layout
@@ -31,7 +31,7 @@ from codefu.rollout.engine import EngineConfig
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.actor import make_trainer_ranks
 from codefu.trainer.batch import Batch
-from codefu.types import Problem, Status
+from codefu.types import Problem, Status, TestCase, Verdict
 
 
 @dataclass
@@ -42,10 +42,47 @@ class Score:
     reused: bool = False  # the verdict of an identical program in the same batch (see Verdict.reused)
 
 
+@dataclass
+class Feedback:
+    """A program run on its problem's PUBLIC tests (the statement's examples): everything a self-repair
+    feedback turn may show (codefu.orchestrator.episodes.feedback_message writes it out)."""
+
+    passed: bool
+    status: str  # a Status value; SANDBOX_ERROR: our failure, no feedback is given
+    compile_output: str = ""  # the compiler's message, on COMPILE_ERROR only
+    test: TestCase | None = None  # the first failing example
+    example: int = 0  # its position among the examples run, from 1
+    examples: int = 0  # examples run
+    output: str = ""  # what the program printed on it (its head: codefu.judge.judge.OUTPUT_CHARS)
+    message: str = ""  # its stderr, or the limit it hit
+
+
 class Scorer(Protocol):
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]: ...
 
+    def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
+        """Each response run on its problem's public tests only (self-repair's feedback)."""
+        ...
+
     def close(self) -> None: ...
+
+
+def public_only(problem: Problem) -> Problem:
+    """A copy of `problem` whose only tests are its public ones (as the tests every reward selects): what
+    the judge gets for feedback, so no hidden test can reach a feedback turn whatever it reports."""
+    return replace(problem, public_tests=[], private_tests=list(problem.public_tests))
+
+
+def feedback_of(verdict: Verdict, tests: list[TestCase]) -> Feedback:
+    """The feedback of a verdict on `tests` (the tests it judged, in order)."""
+    fb = Feedback(verdict.status is Status.ACCEPTED, verdict.status.value, examples=len(verdict.tests))
+    if verdict.status is Status.COMPILE_ERROR:
+        fb.compile_output = verdict.compile_output
+    i = verdict.first_failure
+    if i is not None and verdict.status is not Status.SANDBOX_ERROR:
+        fb.test, fb.example = tests[i], i + 1
+        fb.output, fb.message = verdict.tests[i].output, verdict.tests[i].message
+    return fb
 
 
 class JudgeScorer:
@@ -71,6 +108,20 @@ class JudgeScorer:
         return [
             Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value, v.reused)
             for v in (by_position[i] for i in range(len(responses)))
+        ]
+
+    def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
+        """The judge runs each program on a copy of its problem holding the public tests alone
+        (`public_only`): the feedback can only ever show those."""
+        copies: dict[int, Problem] = {}  # one copy per problem: judge_identical_once tells them apart by id
+        owners = [copies.setdefault(id(p), public_only(p)) for p in problems]
+        verdicts = dict(self.judge.judge_many(zip(owners, responses, strict=True)))
+        config = self.judge.config if isinstance(self.judge, Judge) else self.judge.judge_config
+        # the tests the judge ran, in its order (a cut by judge.max_tests too); every reward's selection
+        # is the same here, the copy holding private tests only
+        return [
+            feedback_of(verdicts[i], select_tests(owner, "private", config.max_tests, config.seed))
+            for i, owner in enumerate(owners)
         ]
 
     def close(self) -> None:
@@ -197,6 +248,7 @@ class Roles:
         self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer
         self.critic_colocated = cfg.resources.critic_colocate
         self.memory_metrics: dict[str, float] = {}
+        self._generating = False
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
         kl = needs_reference(cfg)
         self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
@@ -214,20 +266,34 @@ class Roles:
             ]
         )
 
-    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        """The rollout workers' completions. Colocated, the trainers' optimizer state leaves the GPUs while
-        they generate (trainer.offload_optimizer) and the engines' KV caches are freed after; the moves'
-        numbers are in `memory_metrics` until the next call."""
-        self.memory_metrics: dict[str, float] = {}
+    @contextlib.contextmanager
+    def generating(self) -> Iterator[None]:
+        """One generation phase, which may hold several `generate` calls (the turns of self-repair
+        episodes): colocated, the trainers' optimizer state leaves the GPUs for the whole phase
+        (trainer.offload_optimizer) and the engines' KV caches are freed at its end, so the memory moves
+        once, not once per call; their numbers are in `memory_metrics` until the next phase."""
+        if self._generating:
+            yield
+            return
+        self._generating = True
+        self.memory_metrics = {}
         learners = [*self.trainer, *(self.critic if self.critic and self.critic_colocated else [])]
         if self.offload_optimizer:
             self.memory_metrics |= _summed(ray.get([a.offload_optimizer.remote() for a in learners]))
-        completions = self.rollout.generate(prompts, sampling)
-        self.memory_metrics |= self.rollout.stats()
-        if self.colocated:
-            self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
-        if self.offload_optimizer:
-            self.memory_metrics |= _summed(ray.get([a.reload_optimizer.remote() for a in learners]))
+        try:
+            yield
+        finally:
+            self._generating = False
+            if self.colocated:
+                self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
+            if self.offload_optimizer:
+                self.memory_metrics |= _summed(ray.get([a.reload_optimizer.remote() for a in learners]))
+
+    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        """The rollout workers' completions, in a generation phase of their own unless one is open."""
+        with self.generating():
+            completions = self.rollout.generate(prompts, sampling)
+            self.memory_metrics |= self.rollout.stats()  # the phase's last call's engine numbers
         return completions
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:

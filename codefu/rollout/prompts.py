@@ -114,3 +114,38 @@ def encode_prompt(tokenizer: Any, problem: Problem) -> list[int]:
         )
     text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+# Stands in for a reply while a template renders the turns after it (it must come out unchanged).
+_REPLY = "CODEFU-REPLY-3f9a"
+
+
+def follow_up_ids(tokenizer: Any, content: str, reply_ids: list[int]) -> list[int]:
+    """The token ids that follow the model's reply `reply_ids` to add a user turn holding `content` and
+    the next generation prompt, as the chat template renders them after an assistant turn; in ChatML:
+
+        <|im_end|>\n<|im_start|>user\n{content}<|im_end|>\n<|im_start|>assistant\n
+
+    A reply that ended on the template's end-of-turn token (finish "stop" where that token is the EOS, as
+    SmolLM2's <|im_end|>) already holds it, so it is not repeated; a reply cut by the length cap gets it.
+    Without a chat template, a tokenizer that knows ChatML (CodeFu's pre-rendered rows) gets ChatML.
+    """
+    if getattr(tokenizer, "chat_template", None):
+        messages = [
+            {"role": "user", "content": "-"},
+            {"role": "assistant", "content": _REPLY},
+            {"role": "user", "content": content},
+        ]
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        if text.count(_REPLY) != 1:
+            raise CodefuError("the chat template does not render an assistant reply as written: no feedback "
+                              "turn can follow one (rollout.turns > 1 needs that)")
+        suffix = text.split(_REPLY, 1)[1]
+    elif _knows_chatml(tokenizer):
+        suffix = f"{IM_END}\n{IM_START}user\n{content}{IM_END}\n{IM_START}assistant\n"
+    else:
+        raise CodefuError("the tokenizer has no chat template: no feedback turn can follow a reply")
+    ids = list(tokenizer.encode(suffix, add_special_tokens=False))
+    if reply_ids and ids and reply_ids[-1] == ids[0]:
+        ids = ids[1:]
+    return ids

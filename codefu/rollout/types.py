@@ -52,6 +52,10 @@ class Completion:
     Shapes: R = len(token_ids) = len(logprobs) <= max_new_tokens. token_ids ends with the stop token when
     finish_reason == "stop" (the token is kept, with its log-prob, so the policy learns to stop); nothing
     after it is kept.
+
+    A self-repair episode (codefu.orchestrator.episodes) is one Completion too: token_ids then holds every
+    turn's response with the feedback turns between them, `loss_mask` marks which tokens the model wrote
+    (a feedback token has mask 0 and log-prob 0.0), and text, finish_reason are the last turn's.
     """
 
     prompt_index: int  # index into the `prompts` list given to generate
@@ -62,7 +66,13 @@ class Completion:
     logprobs: list[float]  # (R,) log-prob of each sampled token, see the module docstring
     finish_reason: FinishReason = "length"  # "stop": ended with EOS / a stop token; "length": hit the cap
     extra: dict[str, float] = field(default_factory=dict)  # engine-specific figures, if any
+    loss_mask: list[int] | None = None  # (R,) 1: a token the model wrote (trained), 0: not; None: all 1
 
     @property
     def num_tokens(self) -> int:
         return len(self.token_ids)
+
+    @property
+    def model_tokens(self) -> int:
+        """Tokens the model wrote (all of them but an episode's feedback turns)."""
+        return len(self.token_ids) if self.loss_mask is None else sum(self.loss_mask)

@@ -1,28 +1,69 @@
-"""The toy task of the Ray tier: a tiny model learns to write 'a' (CharScorer), its config and problems."""
+"""The toy tasks of the Ray tier: a tiny model learns to write 'a' (CharScorer), or, over two self-repair
+turns, the character a problem keeps secret until the feedback shows it (SecretCharScorer); their config
+and problems."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from codefu.data.difficulty import DifficultyConfig
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.config import AlgoConfig, DataConfig, LoopConfig, RolloutConfig, RunConfig
 from codefu.orchestrator.layout import ResourcesConfig
-from codefu.orchestrator.roles import Score
+from codefu.orchestrator.roles import Feedback, Score
 from codefu.trainer.config import TrainerConfig
-from codefu.types import Problem
+from codefu.types import Problem, TestCase
 
 TARGET = "a"
+SECRETS = "QZ"  # characters that no prompt and no feedback text holds but the expected output
+
+
+def char_score(target: str, text: str, over: float = 0.0) -> Score:
+    """The share of the response's characters that are `target`; passed from half (above `over` too)."""
+    share = text.count(target) / max(1, len(text))
+    passed = share >= 0.5 and share > over
+    return Score(share, passed, "ACCEPTED" if passed else "WRONG_ANSWER")
 
 
 class CharScorer:
-    """Toy verifiable reward: the share of the response's characters that are TARGET."""
+    """Toy verifiable reward: the share of the response's characters that are TARGET; the public test
+    (self-repair's feedback) wants TARGET x 4."""
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
+        return [char_score(TARGET, text) for text in responses]
+
+    def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
         out = []
         for text in responses:
-            share = text.count(TARGET) / max(1, len(text))
-            out.append(Score(share, share >= 0.5, "ACCEPTED" if share >= 0.5 else "WRONG_ANSWER"))
+            ok = char_score(TARGET, text).passed
+            test = None if ok else TestCase("", TARGET * 4)
+            out.append(Feedback(ok, "ACCEPTED" if ok else "WRONG_ANSWER", test=test, example=1, examples=1))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class SecretCharScorer:
+    """The two-turn toy: each problem wants its own character of SECRETS (Problem.extra["target"]) as
+    more than half of the response (so no blind mix passes both), and every prompt is the same, so a
+    first turn can only guess: its program always fails the examples (a lucky guess ending an episode
+    would only teach guessing). The feedback's expected output shows the character 32 times, so a second
+    turn succeeds by reading it. `reveal=False` shows a random one of SECRETS instead (the control: the
+    same feedback with nothing in it to learn from; a blind policy passes at most half the problems)."""
+
+    def __init__(self, reveal: bool = True, seed: int = 0):
+        self.reveal, self.rng = reveal, random.Random(seed)
+
+    def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
+        return [char_score(p.extra["target"], text, over=0.5) for p, text in zip(problems, responses, strict=True)]
+
+    def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
+        out = []
+        for p in problems:
+            shown = p.extra["target"] if self.reveal else self.rng.choice(SECRETS)
+            out.append(Feedback(False, "WRONG_ANSWER", test=TestCase("", shown * 32), example=1, examples=1))
         return out
 
     def close(self) -> None:
@@ -52,3 +93,10 @@ def toy_config(
 
 def toy_problems() -> list[Problem]:
     return [Problem(f"p{i}", "", [], [], prompt=[{"role": "user", "content": f"x{i}"}]) for i in range(8)]
+
+
+def secret_problems() -> list[Problem]:
+    """8 problems with one prompt, four of each secret character (prompts_per_step 8: every step is
+    balanced, so no step's majority pulls a blind policy towards one character)."""
+    prompt = [{"role": "user", "content": "x"}]
+    return [Problem(f"s{i}", "", [], [], prompt=prompt, extra={"target": SECRETS[i % 2]}) for i in range(8)]

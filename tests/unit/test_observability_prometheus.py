@@ -80,6 +80,11 @@ def realistic_step() -> dict[str, float]:
           "timing/update_s": 3.0, "timing/generate_s": 10.0, "timing/judge_s": 4.0, "timing/train_s": 5.0,
           "timing/sync_s": 0.5, "timing/step_s": 20.0, "eval/reward_mean": 0.3}
     m |= passk_metrics({1: 0.5, 4: 0.75}, {"easy": {1: 0.6, 4: 0.8}})
+    # self-repair (rollout.turns 2): codefu.orchestrator.episodes.episode_metrics, turn shaping, validation
+    m |= {"rollout/turns_mean": 1.5, "rollout/ended_early_frac": 0.5, "rollout/public_pass_turn1": 0.25,
+          "rollout/feedback_tokens_mean": 120.0, "judge/pass_rate_turn1": 1.0, "judge/pass_rate_turn2": 0.5,
+          "reward/turn_shaping": -0.05, "eval/turn1_pass@1": 0.3, "eval/turn1_pass@1_ci_low": 0.1,
+          "eval/turn1_pass@1_ci_high": 0.5, "eval/turn2_pass@1": 0.4}
     return m | derived_metrics(m)
 
 

@@ -1,0 +1,210 @@
+"""Self-repair episodes: the model writes a program, sees the judge's feedback on the PUBLIC tests, and
+writes a new one, for up to `rollout.turns` turns or until the public tests pass.
+
+Turns run in lock-step over a batch: turn 1 is today's sampling (n samples of each prompt, one
+`generate` call); the programs are run on the public tests (`Scorer.check_public`, which hands the judge a
+copy of the problem holding nothing else); each failing episode gets a feedback user turn and, while its
+token budget allows, one more sample (n=1) with the conversation so far as its prompt, all such
+continuations in one `generate` call per turn. With turns = 1 nothing but that first call runs.
+
+An episode becomes one `Completion` for the trainer (`Episode.completion`): its responses with the
+feedback turns between them, `loss_mask` 0 (and log-prob 0.0) on the feedback tokens, so only the model's
+own tokens are trained; its text is the last program, the one judged on the hidden tests for the reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from codefu.orchestrator.config import RolloutConfig
+from codefu.orchestrator.roles import Feedback, Score
+from codefu.rollout.prompts import follow_up_ids
+from codefu.rollout.types import Completion, SamplingParams
+from codefu.types import Problem, Status
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """How episodes run (the `rollout:` keys turns, max_episode_tokens, feedback_chars) and the token ids
+    of a feedback turn after a reply (`follow_up(feedback text, reply ids)`: the tokenizer's template)."""
+
+    turns: int = 1
+    max_episode_tokens: int | None = None  # the model's tokens and the feedback's after the prompt
+    feedback_chars: int = 400
+    follow_up: Callable[[str, list[int]], list[int]] | None = None
+
+    @classmethod
+    def of(cls, rollout: RolloutConfig, tokenizer: Any) -> EpisodePlan:
+        def follow_up(text: str, reply_ids: list[int]) -> list[int]:
+            return follow_up_ids(tokenizer, text, reply_ids)
+
+        return cls(rollout.turns, rollout.max_episode_tokens, rollout.feedback_chars, follow_up)
+
+
+@dataclass
+class Episode:
+    """One sample's conversation: a response per turn, the public-test check of each turn that was
+    checked, and the feedback turn (token ids) after each response but the last."""
+
+    prompt_index: int  # into the prompts of the first turn
+    sample_index: int  # 0 .. n-1 within the prompt: episodes of one prompt are its GRPO group
+    prompt_ids: list[int]
+    responses: list[Completion]  # turn t's prompt_ids: the conversation before it
+    checks: list[Feedback] = field(default_factory=list)  # turn t's check at t-1; the last turn's may lack
+    feedback_ids: list[list[int]] = field(default_factory=list)
+
+    @property
+    def turns(self) -> int:
+        return len(self.responses)
+
+    @property
+    def final(self) -> Completion:
+        return self.responses[-1]
+
+    @property
+    def tokens(self) -> int:
+        """Tokens after the prompt: every response's and every feedback turn's."""
+        return sum(r.num_tokens for r in self.responses) + sum(len(f) for f in self.feedback_ids)
+
+    def completion(self) -> Completion:
+        """The episode as the trainer sees it; a one-turn episode is its response, unchanged."""
+        if self.turns == 1:
+            return self.final
+        ids: list[int] = []
+        logprobs: list[float] = []
+        mask: list[int] = []
+        for t, r in enumerate(self.responses):
+            ids += r.token_ids
+            logprobs += r.logprobs
+            mask += [1] * r.num_tokens
+            if t < len(self.feedback_ids):
+                f = self.feedback_ids[t]
+                ids += f
+                logprobs += [0.0] * len(f)
+                mask += [0] * len(f)
+        last = self.final
+        return Completion(self.prompt_index, self.sample_index, self.prompt_ids, ids, last.text, logprobs,
+                          last.finish_reason, loss_mask=mask)
+
+
+def run_episodes(
+    problems: list[Problem],
+    prompts: list[list[int]],
+    sampling: SamplingParams,
+    plan: EpisodePlan,
+    generate: Callable[[list[list[int]], SamplingParams], list[Completion]],
+    check_public: Callable[[list[Problem], list[str]], list[Feedback]],
+) -> list[Episode]:
+    """`sampling.n` episodes of each prompt (prompts[i] is problems[i]'s), in the order `generate` returns
+    turn 1. A failing episode goes on while its next turn fits: the feedback turn plus a whole response
+    of `sampling.max_new_tokens` within `plan.max_episode_tokens`. An episode ends when its program passes
+    the public tests, when the judge could not run it (SANDBOX_ERROR: our failure, nothing to show), when
+    the budget is spent, or after `plan.turns` turns."""
+    first = generate(prompts, sampling)
+    episodes = [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in first]
+    going = episodes
+    for turn in range(2, plan.turns + 1):
+        checks = check_public([problems[e.prompt_index] for e in going], [e.final.text for e in going])
+        going = [e for e, fb in zip(going, checks, strict=True) if _goes_on(e, fb, plan, sampling)]
+        if not going:
+            break
+        later = replace(sampling, n=1, seed=None if sampling.seed is None else sampling.seed + 10_007 * turn)
+        conversations = [e.final.prompt_ids + e.final.token_ids + e.feedback_ids[-1] for e in going]
+        for c in generate(conversations, later):
+            going[c.prompt_index].responses.append(c)
+    return episodes
+
+
+def _goes_on(e: Episode, fb: Feedback, plan: EpisodePlan, sampling: SamplingParams) -> bool:
+    """Records the check; True (with the feedback turn added) when the episode takes another turn."""
+    e.checks.append(fb)
+    if fb.passed or fb.status == Status.SANDBOX_ERROR.value:
+        return False
+    assert plan.follow_up is not None, "EpisodePlan.follow_up is needed for more than one turn"
+    ids = plan.follow_up(feedback_message(fb, plan.feedback_chars), e.final.token_ids)
+    budget = plan.max_episode_tokens
+    if budget is not None and e.tokens + len(ids) + sampling.max_new_tokens > budget:
+        return False
+    e.feedback_ids.append(ids)
+    return True
+
+
+# ---- the feedback turn ------------------------------------------------------------------------------
+
+_WHAT = {
+    Status.WRONG_ANSWER: "wrong answer",
+    Status.TIME_LIMIT: "time limit exceeded",
+    Status.MEMORY_LIMIT: "memory limit exceeded",
+    Status.RUNTIME_ERROR: "runtime error",
+    Status.OUTPUT_LIMIT: "output limit exceeded",
+}
+_ASK = "Fix the program and reply with the complete corrected program in a single code block."
+
+
+def clip(text: str, chars: int) -> str:
+    """`text` cut to `chars` characters, its head (two thirds) and tail, saying how much was cut between
+    them: an error's last line and an output's first difference both tend to survive."""
+    if len(text) <= chars:
+        return text
+    head = chars * 2 // 3
+    tail = chars - head
+    return f"{text[:head]}\n... ({len(text) - chars} characters cut) ...\n{text[len(text) - tail:]}"
+
+
+def _block(title: str, text: str, chars: int) -> str:
+    body = clip(text.rstrip("\n"), chars)
+    return f"{title}\n```\n{body}\n```\n" if body.strip() else f"{title} (nothing)\n"
+
+
+def feedback_message(fb: Feedback, chars: int) -> str:
+    """The user turn after a failing program: what went wrong on the first failing example (its input,
+    the expected and the actual output, or the compiler's or the runtime's error), each part cut to
+    `chars` characters (`clip`), then the request for a corrected program."""
+    status = Status(fb.status)
+    if status is Status.NO_CODE:
+        return "Your reply holds no program. Reply with one complete program in a single code block."
+    if status is Status.COMPILE_ERROR:
+        compiler = _block("Compiler output:", fb.compile_output, chars)
+        return f"Your program does not compile.\n{compiler}{_ASK}"
+    what = _WHAT.get(status, status.value.lower().replace("_", " "))
+    if fb.test is None:
+        return f"Your program failed the examples: {what}.\n{_ASK}"
+    text = f"Your program failed example {fb.example} of {fb.examples}: {what}.\n"
+    text += _block("Input:", fb.test.input, chars) + _block("Expected output:", fb.test.output, chars)
+    if status in (Status.WRONG_ANSWER, Status.RUNTIME_ERROR):
+        text += _block("Your program's output:", fb.output, chars)
+    if status is Status.RUNTIME_ERROR and fb.message:
+        text += _block("Error:", fb.message, chars)
+    return text + _ASK
+
+
+# ---- metrics ----------------------------------------------------------------------------------------
+
+
+def episode_metrics(episodes: list[Episode], scores: list[Score], turns: int) -> dict[str, float]:
+    """Per-turn figures of a step's episodes (empty with one turn):
+
+    rollout/turns_mean               turns per episode
+    rollout/ended_early_frac         episodes that ended before `turns` (passed the examples, or budget)
+    rollout/public_pass_turn{t}      episodes at turn t whose program passed the public tests (t < turns)
+    judge/pass_rate_turn{t}          hidden-test pass rate of the episodes whose last program is turn t's
+    rollout/feedback_tokens_mean     feedback tokens per episode
+    """
+    if turns == 1 or not episodes:
+        return {}
+    out = {
+        "rollout/turns_mean": sum(e.turns for e in episodes) / len(episodes),
+        "rollout/ended_early_frac": sum(e.turns < turns for e in episodes) / len(episodes),
+        "rollout/feedback_tokens_mean": sum(len(f) for e in episodes for f in e.feedback_ids) / len(episodes),
+    }
+    for t in range(1, turns + 1):
+        checked = [e.checks[t - 1].passed for e in episodes if len(e.checks) >= t]
+        if t < turns and checked:
+            out[f"rollout/public_pass_turn{t}"] = sum(checked) / len(checked)
+        ended = [s.passed for e, s in zip(episodes, scores, strict=True)
+                 if e.turns == t and s.reward is not None]
+        if ended:
+            out[f"judge/pass_rate_turn{t}"] = sum(ended) / len(ended)
+    return out
