@@ -1,0 +1,179 @@
+"""The GRPO step as a whole and as its parts, in one run: how much the loop loses against its parts.
+
+One H200:  python bench/loop.py --model /tmp/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096
+           python bench/loop.py --model /tmp/r7 --config configs/gpu-7b.yaml --max-new-tokens 4096
+CPU smoke: python bench/loop.py --model /tmp/tiny --config configs/default.yaml --max-new-tokens 64 \
+               --steps 1 rollout.device=cpu judge.sandbox.kind=none
+
+--model is a random-init model folder (bench/make_random_model.py: Qwen2.5 shapes and the tiny character
+tokenizer). Prompts are codefu-easy training problems (data.train, cut by data.max_prompt_tokens). A
+random model almost never emits EOS, so responses end at a random set of stop tokens sized so that a
+uniform model would average --mean-frac of the cap (bench/rollout.py's trick): lengths spread from a few
+tokens to the cap, as a reasoning model's do.
+
+1. `--steps` whole steps through the loop's own functions (`sample_step`, then `update_step`: generate,
+   judge, old-policy and reference log-probs, update, weight sync), after `--warmup` steps.
+2. Then each part alone on the same roles and the last step's prompts: generate, judge, the batch's
+   old-policy forward, the reference forward, the update, the weight sync.
+Reports step time, the sum of the parts, their ratio (the loop's overhead; goal <= 1.15), and tokens/s
+per GPU = (prompt + response tokens) / step time (verl's definition). Writes the numbers to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import ray
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.rollout import stop_token_count  # noqa: E402
+from codefu.config import load_config  # noqa: E402
+from codefu.data.loader import training_loader  # noqa: E402
+from codefu.observability.metrics import StepTimer  # noqa: E402
+from codefu.orchestrator import loop  # noqa: E402
+from codefu.orchestrator.batching import completions_to_batch  # noqa: E402
+from codefu.orchestrator.cli import load_splits, load_tokenizer  # noqa: E402
+from codefu.orchestrator.config import RunConfig  # noqa: E402
+from codefu.orchestrator.episodes import EpisodePlan  # noqa: E402
+from codefu.orchestrator.roles import JudgeScorer, Roles, run_layout  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="model folder (bench/make_random_model.py)")
+    p.add_argument("--config", default="configs/gpu-1.5b.yaml")
+    p.add_argument("--max-new-tokens", type=int, default=4096)
+    p.add_argument("--mean-frac", type=float, default=0.35, help="mean response length / cap, if uniform")
+    p.add_argument("--steps", type=int, default=2, help="timed whole steps")
+    p.add_argument("--warmup", type=int, default=2,
+                   help="untimed steps first: compiles, CUDA graphs, the optimizer's first move to pinned "
+                   "CPU memory (step 2: there is no AdamW state to move before the first update)")
+    p.add_argument("--out", help="write the results here (JSON)")
+    p.add_argument("overrides", nargs="*", help="config key=value, after the ones this script sets")
+    args = p.parse_args()
+
+    from transformers import AutoConfig
+
+    vocab = AutoConfig.from_pretrained(args.model).vocab_size
+    k = stop_token_count(vocab, args.max_new_tokens, args.mean_frac)
+    g = torch.Generator().manual_seed(0)
+    stops = sorted(torch.randperm(vocab - 128, generator=g)[:k].add(128).tolist())  # clear of specials
+    overrides = [
+        f"trainer.model={args.model}", f"rollout.max_new_tokens={args.max_new_tokens}",
+        f"rollout.stop_token_ids={json.dumps(stops)}", "algo.dynamic_sampling=false", "data.val=null",
+        "judge.sandbox.kind=none", "loop.val_every=0", "loop.save_every=0", *args.overrides,
+    ]
+    cfg = load_config(RunConfig, args.config, overrides)
+    train_problems, _ = load_splits(cfg)
+    tokenizer = load_tokenizer(cfg)
+    encode = loop._prompt_cache(tokenizer)
+    train_problems = loop.fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    ray.init(num_cpus=max(os.cpu_count() or 1, int(run_layout(cfg).cpus + 0.999)), include_dashboard=False,
+             log_to_driver=False)
+    roles = Roles(cfg)
+    scorer = JudgeScorer.on_cluster(cfg)
+    loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
+    plan = EpisodePlan.of(cfg.rollout, tokenizer)
+    try:
+        steps = []
+        for step in range(args.warmup + args.steps):
+            timer = StepTimer()
+            t0 = time.perf_counter()
+            sampled = loop.sample_step(cfg, roles, scorer, loader, encode, plan, step, timer)
+            t1 = time.perf_counter()
+            memory = dict(roles.memory_metrics)  # the generation phase's: offload, reload, KV cache
+            loop.update_step(cfg, roles, sampled, timer, step)
+            walls = {"sample_step_s": t1 - t0, "update_step_s": time.perf_counter() - t1}
+            if step >= args.warmup:
+                steps.append(step_record(timer.metrics() | walls, sampled) | memory)
+                print(json.dumps(steps[-1]), flush=True)
+        parts = parts_alone(cfg, roles, scorer, sampled, encode)
+        print(json.dumps({"parts": parts}), flush=True)
+    finally:
+        scorer.close()
+        roles.close()
+    result = summary(cfg, args, steps, parts)
+    print(json.dumps(result, indent=1))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"steps": steps, "parts": parts, "summary": result}, indent=1))
+    return 0
+
+
+def step_record(timing: dict[str, float], sampled: loop.Sampled) -> dict[str, float]:
+    prompt = sum(len(c.prompt_ids) for c in sampled.completions)
+    response = sum(len(c.token_ids) for c in sampled.completions)
+    lengths = sorted(len(c.token_ids) for c in sampled.completions)
+    return {
+        **{k.removeprefix("timing/"): round(v, 3) for k, v in timing.items()},
+        "prompt_tokens": prompt, "response_tokens": response, "samples": len(lengths),
+        "response_len_p50": lengths[len(lengths) // 2], "response_len_max": lengths[-1],
+        "stopped_frac": sum(c.finish_reason == "stop" for c in sampled.completions) / len(lengths),
+    }
+
+
+def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: loop.Sampled, encode) -> dict[str, float]:
+    """Each phase of a step by itself, on the last step's prompts and batch."""
+    problems = list({id(p): p for p in sampled.problems}.values())
+    sampling = loop.sampling_params(cfg, cfg.rollout.n, seed=12345)
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    completions = roles.generate([encode(p) for p in problems], sampling)
+    out["generate_s"] = time.perf_counter() - t
+    owners = [problems[c.prompt_index] for c in completions]
+    t = time.perf_counter()
+    scores = scorer.score(owners, [c.text for c in completions])
+    out["judge_s"] = time.perf_counter() - t
+    advantages = torch.randn(len(completions))
+    batch = completions_to_batch(completions, advantages, torch.ones(len(completions), dtype=torch.bool))
+    del scores
+    t = time.perf_counter()
+    batch_ref = ray.put(batch)
+    out["put_s"] = time.perf_counter() - t
+    if cfg.algo.recompute_logprobs:
+        t = time.perf_counter()
+        batch.old_logprobs = roles.logprobs(batch_ref)
+        out["old_logprobs_s"] = time.perf_counter() - t
+    if roles.reference is not None:
+        t = time.perf_counter()
+        batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
+        out["ref_logprobs_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    roles.update(batch)
+    out["update_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    roles.sync_weights()
+    out["sync_s"] = time.perf_counter() - t
+    out["tokens"] = float(sum(len(c.prompt_ids) + len(c.token_ids) for c in completions))
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) -> dict:
+    step_s = statistics.mean(s["step_s"] for s in steps)
+    tokens = statistics.mean(s["prompt_tokens"] + s["response_tokens"] for s in steps)
+    gpus = max(1, run_layout(cfg).gpus) if cfg.rollout.device == "cuda" else 1
+    # the parts were timed on a fresh sample of the same prompts: scale them to the steps' token count
+    scale = tokens / parts["tokens"] if parts["tokens"] else 1.0
+    sum_parts = sum(v for k, v in parts.items() if k.endswith("_s")) * scale
+    return {
+        "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "model": args.model, "config": args.config, "cap": args.max_new_tokens,
+        "step_s": round(step_s, 2), "sum_of_parts_s": round(sum_parts, 2),
+        "overhead": round(step_s / sum_parts, 3) if sum_parts else None,
+        "tokens_per_step": round(tokens), "tokens_per_s_per_gpu": round(tokens / step_s / gpus),
+        "phases_in_step": {k: round(statistics.mean(s.get(k, 0.0) for s in steps), 2)
+                           for k in ("generate_s", "judge_s", "train_s", "sync_s")},
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
