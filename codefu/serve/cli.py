@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cpus-per-replica", type=float, default=0,
                    help="CPUs each replica reserves and runs sandboxes on (0: the smallest node's)")
     p.add_argument("--max-pending", type=int, default=0,
-                   help="requests in the service at once before it answers 503 (0: 8 per judge CPU)")
+                   help="requests in the service at once before it answers 503 (0: 32 per judge CPU, >= 256)")
     p.add_argument("--max-body-mb", type=float, default=64, help="largest request body")
     p.add_argument("--max-run-timeout", type=float, default=60, help="largest run_timeout a request may ask")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
@@ -97,13 +97,17 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             workers=workers, judge_identical_once=False,
             sandbox=SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap"),
         )
-        max_pending = args.max_pending or 8 * workers * replicas
+        # clients such as verl's send one request per test case, 64 at once, and do not retry a 503
+        max_pending = args.max_pending or max(256, 32 * workers * replicas)
         serve.start(proxy_location="Disabled")  # this process is the HTTP front
         deployment = JudgeDeployment.options(
             num_replicas=replicas,
             max_replicas_per_node=1 if replicas <= len(nodes) else None,
             ray_actor_options={"num_cpus": cpus},
-            max_ongoing_requests=4 * workers,
+            # the front's admission (max_pending) is the only bound: requests wait in the replica's own
+            # FIFO (its thread pool of `workers`), not in Serve's router, whose retries with backoff
+            # cost CPU and left work idle (docs/benchmarks.md)
+            max_ongoing_requests=max_pending,
             max_queued_requests=max_pending,
             graceful_shutdown_timeout_s=30,
         )

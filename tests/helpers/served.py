@@ -46,19 +46,47 @@ class Served:
             request.add_header("Authorization", f"Bearer {token}")
         return _send(request, 60, raw=path == "/metrics")
 
-    def processes(self) -> list[str]:
-        """Command lines of the live processes that belong to this server (its $TMPDIR in them)."""
-        out = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
+    def pids(self) -> list[int]:
+        """Every live process of the server: its main process and all below it (Ray's daemons and workers,
+        the judge replicas, their sandboxes), and any other that carries its $TMPDIR in its command line
+        or environment (one that outlived its parent: Ray's workers rename themselves `ray::...`)."""
+        children: dict[int, list[int]] = {}
+        mine: set[int] = set()
+        marker = f"TMPDIR={self.tmp}".encode()
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
                 continue
+            pid = int(name)
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                if stat[0] == "Z":
+                    continue
+                children.setdefault(int(stat[1]), []).append(pid)
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = Path(f"/proc/{pid}/environ").read_bytes()
+            except (OSError, IndexError, ValueError):
+                continue
+            if self.tmp.encode() in cmdline or marker in environ.split(b"\0"):
+                mine.add(pid)
+        if self.proc.poll() is None:
+            mine.add(self.proc.pid)
+        todo = list(mine)
+        while todo:
+            for child in children.get(todo.pop(), []):
+                if child not in mine:
+                    mine.add(child)
+                    todo.append(child)
+        return sorted(mine)
+
+    def processes(self) -> list[str]:
+        """"pid: command line" of each live process of the server (`pids`)."""
+        out = []
+        for pid in self.pids():
             try:
                 cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             except OSError:
                 continue
-            if self.tmp in cmdline and state != "Z":
-                out.append(f"{pid}: {cmdline[:300]}")
+            out.append(f"{pid}: {cmdline[:300]}")
         return out
 
     def running_programs(self) -> list[str]:
