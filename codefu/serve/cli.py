@@ -83,8 +83,9 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
     from codefu.serve.app import ServiceSettings, build_app
     from codefu.serve.replica import JudgeDeployment
 
-    ray.init(address="auto" if os.environ.get("RAY_ADDRESS") else None, log_to_driver=False,
-             ignore_reinit_error=True)
+    joining = bool(os.environ.get("RAY_ADDRESS"))  # a `codefu launch` cluster; else a Ray of our own
+    ray.init(address="auto" if joining else None, log_to_driver=False, ignore_reinit_error=True,
+             **({} if joining else {"include_dashboard": False}))  # nothing here uses a dashboard
     try:
         nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
         if not nodes:

@@ -1,11 +1,18 @@
 """`codefu judge` as a user runs it: real parquet, real sandbox, output read back."""
 
 import json
+import os
+import secrets
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from helpers.served import processes_of
 
 SOLUTIONS = json.loads((Path(__file__).parents[1] / "data" / "codefu_easy_solutions.json").read_text())
 
@@ -104,3 +111,37 @@ def test_unreadable_dataset(tmp_path):
         "judge", "--dataset", str(bad), "--responses", str(responses), "--out", str(tmp_path / "o.jsonl")
     )
     assert r.returncode == 2 and str(bad) in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_judge_cli_leaves_no_process_behind(tmp_path, codefu_easy):
+    # a program that spins to its time limit and one that leaves a sleeping orphan: once `codefu judge`
+    # has exited, no process of its run (its own TMPDIR: sandboxes, runners, programs) is left
+    tmp = tempfile.mkdtemp(prefix="cfj-", dir="/tmp")
+    os.chmod(tmp, 0o755)  # the sandbox's user reaches the judge's folder inside it
+    mark = f"{600 + os.getpid() % 1000}.{secrets.randbelow(10**6)}"  # the orphan's own command line
+    orphan = f"import os\nif os.fork() == 0:\n    os.setsid()\n    os.execv('/bin/sleep', ['sleep', '{mark}'])\nprint(1)"
+    responses = write_jsonl(tmp_path / "responses.jsonl", [
+        {"index": 0, "response": "```cpp\nint main(){ volatile long x = 0; for(;;) x++; }\n```"},
+        {"index": 0, "response": f"```python\n{orphan}\n```"},
+    ])
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "codefu", "judge", "--dataset", str(codefu_easy / "test.parquet"),
+             "--responses", str(responses), "--out", str(tmp_path / "o.jsonl"), "--max-tests", "3"],
+            capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": tmp},
+        )
+        assert r.returncode == 0, r.stderr
+        assert processes_of(tmp) == []
+        orphans = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == f"sleep {mark}"]
+        assert orphans == []
+    finally:
+        for pid in processes_of(tmp):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""

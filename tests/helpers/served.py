@@ -47,36 +47,8 @@ class Served:
         return _send(request, 60, raw=path == "/metrics")
 
     def pids(self) -> list[int]:
-        """Every live process of the server: its main process and all below it (Ray's daemons and workers,
-        the judge replicas, their sandboxes), and any other that carries its $TMPDIR in its command line
-        or environment (one that outlived its parent: Ray's workers rename themselves `ray::...`)."""
-        children: dict[int, list[int]] = {}
-        mine: set[int] = set()
-        marker = f"TMPDIR={self.tmp}".encode()
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            pid = int(name)
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                if stat[0] == "Z":
-                    continue
-                children.setdefault(int(stat[1]), []).append(pid)
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                environ = Path(f"/proc/{pid}/environ").read_bytes()
-            except (OSError, IndexError, ValueError):
-                continue
-            if self.tmp.encode() in cmdline or marker in environ.split(b"\0"):
-                mine.add(pid)
-        if self.proc.poll() is None:
-            mine.add(self.proc.pid)
-        todo = list(mine)
-        while todo:
-            for child in children.get(todo.pop(), []):
-                if child not in mine:
-                    mine.add(child)
-                    todo.append(child)
-        return sorted(mine)
+        """Every live process of the server (`processes_of`)."""
+        return processes_of(self.tmp, self.proc.pid if self.proc.poll() is None else None)
 
     def processes(self) -> list[str]:
         """"pid: command line" of each live process of the server (`pids`)."""
@@ -120,6 +92,39 @@ class Served:
                 self.stopped_code = self.proc.wait()
                 raise AssertionError(f"codefu serve did not stop on {sig!r}:\n{self.output()[-3000:]}") from None
         return self.stopped_code
+
+
+def processes_of(tmp: str, root: int | None = None) -> list[int]:
+    """Live processes that belong to a program run with TMPDIR=`tmp`: `root` and all below it (Ray's
+    daemons and workers, judge replicas, sandboxes), and any other that carries `tmp` in its command line
+    or environment (one that outlived its parent; Ray's workers rename themselves `ray::...`)."""
+    children: dict[int, list[int]] = {}
+    mine: set[int] = set()
+    marker = f"TMPDIR={tmp}".encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if stat[0] == "Z":
+                continue
+            children.setdefault(int(stat[1]), []).append(pid)
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if tmp.encode() in cmdline or marker in environ.split(b"\0"):
+            mine.add(pid)
+    if root is not None:
+        mine.add(root)
+    todo = list(mine)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in mine:
+                mine.add(child)
+                todo.append(child)
+    return sorted(mine)
 
 
 def _has_ancestor(pid: int, ancestors: set[int]) -> bool:
