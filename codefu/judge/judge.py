@@ -30,7 +30,7 @@ from codefu.judge.function_call import check_output, harnessed, install_harness,
 from codefu.judge.languages import BOX, CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
 from codefu.judge.runner import WarmSessions, open_sandbox, open_session
-from codefu.judge.sandbox import Limits, Mount, RunResult, SandboxConfig, make_work_dir
+from codefu.judge.sandbox import Limits, Mount, RunResult, SandboxConfig, check_reachable, make_work_dir
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict, checker_files_error
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,7 @@ class Judge:
         self.spec = reward_spec(self.config.reward)
         self.workers = self.config.workers or os.cpu_count() or 1
         self.root = make_work_dir(self.config.work_dir)
+        check_reachable(self.root, self.config.sandbox)
         self.sandbox = open_sandbox(self.config.sandbox, self.root)
         self.run_dir = self.root / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.run_dir.mkdir(mode=0o711)

@@ -86,6 +86,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -497,6 +498,22 @@ def make_work_dir(configured: str | None) -> Path:
         raise PermissionError(f"judge work dir {root} belongs to uid {st.st_uid}, not to us")
     root.chmod(0o711)
     return root
+
+
+def check_reachable(root: Path, config: SandboxConfig) -> None:
+    """Under root, bwrap runs as `config.uid`, which must enter every folder above the judge's (the
+    sources of its binds): a 0700 $TMPDIR would otherwise fail every run with an opaque "No such
+    process" when the sandbox dies before joining its cgroup."""
+    if config.kind != "bwrap" or os.geteuid() != 0:
+        return
+    for folder in [root, *root.parents]:
+        mode = folder.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            raise SandboxUnavailable(
+                f"the judge's folder {root} is under {folder} (mode {stat.filemode(mode)}), which the "
+                f"sandbox's user (uid {config.uid}) cannot enter: use a $TMPDIR or judge.work_dir that "
+                "other users can traverse (chmod o+x)"
+            )
 
 
 def fallback_nproc(config: SandboxConfig) -> int:

@@ -3,13 +3,16 @@ start without bubblewrap, verdict fields."""
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from codefu.errors import SandboxUnavailable
 from codefu.judge import Judge, JudgeConfig
 from codefu.judge.sandbox import SandboxConfig
 from codefu.types import CheckerSpec, Problem, Status, TestCase, Verdict
@@ -128,3 +131,23 @@ def test_identical_programs_in_a_batch_are_judged_once(judge):
         again = dict(each.judge_many(items))
     assert not any(v.reused for v in again.values())
     assert [again[i].status for i in range(len(items))] == [verdicts[i].status for i in range(len(items))]
+
+
+def test_a_work_dir_the_sandbox_user_cannot_enter_is_a_clear_error():
+    # a 0700 $TMPDIR (mkdtemp's mode): as root, the sandbox runs as nobody, which cannot reach the binds
+    base = Path(tempfile.mkdtemp(prefix="cfw-", dir="/tmp"))  # pytest's tmp_path is 0700 itself
+    try:
+        base.chmod(0o755)
+        private = base / "private"
+        private.mkdir(mode=0o700)
+        config = JudgeConfig(work_dir=str(private / "judge"), workers=1)
+        if os.geteuid() == 0:
+            with pytest.raises(SandboxUnavailable, match=r"cannot enter: use a \$TMPDIR or judge.work_dir"):
+                Judge(config)
+            private.chmod(0o711)  # traversable: the same folder works
+        with Judge(config) as judge:
+            problem = Problem("ab", "", [], [TestCase("1 2\n", "3\n")])
+            response = "```python\nprint(sum(map(int, input().split())))\n```"
+            assert judge.judge(problem, response).status is Status.ACCEPTED
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
