@@ -326,3 +326,17 @@ def test_compute_score_through_the_service_equals_in_process(server):
         compute_score(*call, url=server.url, reward="binary")  # the service judges with codefu's
     with pytest.raises(RuntimeError, match="cannot reach the judge service"):
         compute_score(*call, url="http://127.0.0.1:9")
+
+
+def test_sigint_stops_the_server_cleanly_too():
+    served = start_server("--replicas", "1")
+    try:
+        assert served.post("/run_code", {"code": "print(6 * 7)", "language": "python"})[1]["run_result"][
+            "stdout"] == "42\n"
+        assert served.stop(signal.SIGINT) == 0, served.output()[-2000:]
+        deadline = time.monotonic() + 30
+        while served.processes() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert served.processes() == [], served.output()[-2000:]
+    finally:
+        cleanup(served)
