@@ -130,11 +130,10 @@ def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: loop.Sampled, enc
     out["generate_s"] = time.perf_counter() - t
     owners = [problems[c.prompt_index] for c in completions]
     t = time.perf_counter()
-    scores = scorer.score(owners, [c.text for c in completions])
+    scorer.score(owners, [c.text for c in completions])  # timed only: the update takes random advantages
     out["judge_s"] = time.perf_counter() - t
     advantages = torch.randn(len(completions))
     batch = completions_to_batch(completions, advantages, torch.ones(len(completions), dtype=torch.bool))
-    del scores
     t = time.perf_counter()
     batch_ref = ray.put(batch)
     out["put_s"] = time.perf_counter() - t

@@ -161,11 +161,7 @@ def main() -> None:
         result["server_metrics"] = served_request_counts(served)
         result["server_processes"] = len(served.pids())
         code = served.stop()
-        deadline = time.monotonic() + 30
-        while (served.pids() or served.processes()) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        result["stop"] = {"exit_code": code, "processes_left": served.processes(),
-                          "pids_left": served.pids()}
+        result["stop"] = {"exit_code": code, "processes_left": served.left_after_stop()}
     finally:
         cleanup(served)
         judge.close()

@@ -25,6 +25,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from ray.serve.exceptions import BackPressureError
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
@@ -123,20 +124,19 @@ def build_app(
             headers["Retry-After"] = str(settings.retry_after_s)
         except (ClientGone, ClientDisconnect):
             status, content = 499, {"error": "client closed the request"}
+        except BackPressureError:
+            status, content = 503, {"error": "busy: the replicas' queues are full; retry later"}
+            headers["Retry-After"] = str(settings.retry_after_s)
         except Exception as e:  # noqa: BLE001 - ours, never the request's: logged, answered as such
-            from ray.serve.exceptions import BackPressureError
-
-            if isinstance(e, BackPressureError):
-                status, content = 503, {"error": "busy: the replicas' queues are full; retry later"}
-                headers["Retry-After"] = str(settings.retry_after_s)
-            else:
-                log.exception("%s failed", endpoint)
-                status, content = 500, {"error": f"the service failed: {type(e).__name__}: {e}"[:1000]}
+            log.exception("%s failed", endpoint)
+            status, content = 500, {"error": f"the service failed: {type(e).__name__}: {e}"[:1000]}
         finally:
             if admitted:
                 state["in_flight"] -= 1
                 metrics.in_flight.set(state["in_flight"])
         metrics.requests.labels(endpoint, str(status)).inc()
+        if status == 200:  # /run_code's SandboxFusion status or /judge's verdict
+            metrics.outcomes.labels(endpoint, str(content.get("status", ""))).inc()
         metrics.latency.labels(endpoint).observe(time.monotonic() - start)
         return JSONResponse(content, status_code=status, headers=headers)
 
@@ -145,20 +145,14 @@ def build_app(
             parsed = parse_run_code(body, settings.limits)
             return backend.run_code.remote(parsed)
 
-        response = await handle(request, "run_code", work)
-        if response.status_code == 200:
-            metrics.outcomes.labels("run_code", _json_field(response, "status")).inc()
-        return response
+        return await handle(request, "run_code", work)
 
     async def judge(request: Request) -> Response:
         async def work(body):
             parsed = parse_judge(body, dataset, settings.reward)
             return _Recorded(backend.judge.remote(parsed.problem, parsed.response), parsed.problem, settings)
 
-        response = await handle(request, "judge", work)
-        if response.status_code == 200:
-            metrics.outcomes.labels("judge", _json_field(response, "status")).inc()
-        return response
+        return await handle(request, "judge", work)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -204,13 +198,9 @@ class _Recorded:
     async def _answer(self) -> tuple[dict[str, Any], str]:
         try:
             verdict, node = await self.call
-        except asyncio.CancelledError:
+        except BackPressureError:
             raise
         except Exception as e:  # noqa: BLE001 - a replica lost mid-call: ours, so SANDBOX_ERROR
-            from ray.serve.exceptions import BackPressureError
-
-            if isinstance(e, BackPressureError):
-                raise
             log.warning("a judge replica failed: %s", e)
             verdict, node = Verdict(Status.SANDBOX_ERROR, message=f"judge replica failed: {e}"[:1000]), ""
         return verdict_record(self.problem, verdict, self.settings.reward), node
@@ -258,9 +248,3 @@ async def _unless_gone(request: Request, call: Any) -> tuple[Any, str]:
     call.cancel()
     answering.cancel()
     raise ClientGone
-
-
-def _json_field(response: Response, key: str) -> str:
-    import json
-
-    return str(json.loads(response.body).get(key, ""))

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import signal
-import sys
 from dataclasses import replace
 
 from codefu.errors import CodefuError
@@ -164,4 +163,3 @@ async def _announce(server, host: str) -> None:
         await asyncio.sleep(0.05)
     port = server.servers[0].sockets[0].getsockname()[1]
     print(f"listening on http://{host}:{port}", flush=True)
-    sys.stdout.flush()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codefu.data.schema import row_to_problem
+from codefu.data.sources.jsonl import RowError, parse_problem
 from codefu.judge.extract import Program
 from codefu.judge.judge import SingleRun
 from codefu.judge.rewards import compute_reward
@@ -154,8 +155,6 @@ def parse_judge(body: Any, dataset: list[Problem] | None, reward: str) -> JudgeR
     "name" or "index" (a problem of the service's --dataset), "problem" (an object in the problems-JSONL
     schema of `codefu prepare`), or "ground_truth" (a verl row's reward_model.ground_truth, with its
     optional "extra_info" and "data_source")}; "reward", if given, must be the service's."""
-    from codefu.data.sources.jsonl import RowError, parse_problem
-
     obj = _object(body)
     response = obj.get("response")
     if not isinstance(response, str):

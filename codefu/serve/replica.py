@@ -65,9 +65,6 @@ class JudgeDeployment:
             raise
         return verdict, self.node
 
-    async def info(self) -> dict[str, Any]:
-        return {"node": self.node, "workers": self.replica.workers}
-
     def __del__(self) -> None:  # Serve's shutdown hook: sandboxes closed, their processes reaped
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.replica.close()

@@ -300,10 +300,7 @@ def test_token_backpressure_and_a_clean_stop():
                 assert answer["status"] == "Success", answer
         assert any(served.processes())  # Ray and sandboxes, before the stop
         assert served.stop(signal.SIGTERM) == 0, served.output()
-        deadline = time.monotonic() + 30
-        while served.processes() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert served.processes() == [], served.output()[-2000:]
+        assert served.left_after_stop() == [], served.output()[-2000:]
     finally:
         cleanup(served)
 
@@ -334,9 +331,6 @@ def test_sigint_stops_the_server_cleanly_too():
         assert served.post("/run_code", {"code": "print(6 * 7)", "language": "python"})[1]["run_result"][
             "stdout"] == "42\n"
         assert served.stop(signal.SIGINT) == 0, served.output()[-2000:]
-        deadline = time.monotonic() + 30
-        while served.processes() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert served.processes() == [], served.output()[-2000:]
+        assert served.left_after_stop() == [], served.output()[-2000:]
     finally:
         cleanup(served)

@@ -14,7 +14,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 START_TIMEOUT_S = 180  # a local Ray and Serve on 2 busy cores
@@ -27,7 +27,7 @@ class Served:
     tmp: str  # the server's $TMPDIR
     log: Path
     token: str | None = None
-    stopped_code: int | None = field(default=None)
+    stopped_code: int | None = None
 
     def post(self, path: str, body, token: str | None = "default", timeout: float = 120):
         """(status, JSON answer, headers) of a POST; body may be an object or raw bytes."""
@@ -92,6 +92,13 @@ class Served:
                 self.stopped_code = self.proc.wait()
                 raise AssertionError(f"codefu serve did not stop on {sig!r}:\n{self.output()[-3000:]}") from None
         return self.stopped_code
+
+    def left_after_stop(self, timeout: float = 30) -> list[str]:
+        """The server's processes still alive `timeout` seconds after it stopped (or none, sooner)."""
+        deadline = time.monotonic() + timeout
+        while (left := self.processes()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return left
 
 
 def processes_of(tmp: str, root: int | None = None) -> list[int]:
@@ -159,8 +166,8 @@ def start_server(*flags: str, token: str | None = None) -> Served:
     tmp = tempfile.mkdtemp(prefix="cfs-", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     os.chmod(tmp, 0o755)  # the sandbox's user must reach the judge's folder inside it
     log = Path(tmp) / "serve.log"
-    env = {**os.environ, "TMPDIR": tmp, "RAY_ADDRESS": "", "PYTHONUNBUFFERED": "1"}
-    env.pop("RAY_ADDRESS")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # a Ray of its own
+    env |= {"TMPDIR": tmp, "PYTHONUNBUFFERED": "1"}
     if token is not None:
         env["CODEFU_SERVE_TOKEN"] = token
     argv = [sys.executable, "-m", "codefu", "serve", "--port", "0", *flags]
