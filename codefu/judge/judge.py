@@ -15,10 +15,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from codefu.judge.arrivals import Arrivals
 from codefu.judge.checker import (
     CheckerOutcome,
     interpret_checker_exit,
@@ -36,6 +37,7 @@ from codefu.types import Problem, Status, TestCase, TestResult, Verdict, checker
 log = logging.getLogger(__name__)
 
 STDERR_CHARS = 500
+ARRIVAL_POLL_S = 0.05  # how soon a submission that arrives while others are judged is started
 OUTPUT_CHARS = 500  # stdout kept on a verdict's first failing test (TestResult.output): self-repair feedback
 # Runs a Python checker program: an uncaught exception would exit 1, which testlib reads as "wrong answer",
 # so it exits 3 (_fail) instead; the script's folder (its extra files) is importable as when run directly.
@@ -143,18 +145,28 @@ class Judge:
         return verdict
 
     def judge_many(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
-        """Judge every (problem, response); yields (position, verdict) as each finishes."""
+        """Judge every (problem, response); yields (position, verdict) as each finishes. `items` may arrive
+        over time (a generator that waits for each completion to be decoded): each is judged as it comes."""
         if self.config.judge_identical_once:
             return judge_identical_once(items, self._judge_each)
         return self._judge_each(items)
 
     def _judge_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
-        futures = {self._submissions_pool.submit(self.judge, p, r): i for i, (p, r) in enumerate(items)}
-        pending = set(futures)
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        arrivals = Arrivals(items)  # items may still be arriving (completions being decoded)
+        position: dict[Future[Verdict], int] = {}
+        count = 0
+        while not (arrivals.finished and not position):
+            for p, r in arrivals.take():
+                position[self._submissions_pool.submit(self.judge, p, r)] = count
+                count += 1
+            if not position:
+                arrivals.wait(ARRIVAL_POLL_S)
+                continue
+            # while more may arrive, wake now and then to start them
+            timeout = None if arrivals.finished else ARRIVAL_POLL_S
+            done, _ = wait(list(position), timeout=timeout, return_when=FIRST_COMPLETED)
             for f in done:
-                yield futures[f], f.result()
+                yield position.pop(f), f.result()
 
     def run_once(
         self,
@@ -462,31 +474,55 @@ class Judge:
 
 def judge_identical_once(
     items: Iterable[tuple[Problem, str]],
-    judge_many: Callable[[list[tuple[Problem, str]]], Iterator[tuple[int, Verdict]]],
+    judge_many: Callable[[Iterable[tuple[Problem, str]]], Iterator[tuple[int, Verdict]]],
 ) -> Iterator[tuple[int, Verdict]]:
     """`judge_many` over the distinct (problem, program) pairs of `items` only; every other position gets
-    a copy of its twin's verdict (marked `reused`) when the twin's arrives.
+    a copy of its twin's verdict (marked `reused`) once the twin's is in. `items` may arrive over time
+    (see Judge.judge_many): each goes on to `judge_many` as it comes.
 
     Samples of a GRPO group converge on the same program as training sharpens the policy (most of a
     group's n, late in a run), and responses that differ only in prose around the code are the same
     submission: judging each copy again would only repeat the same runs. Problems are told apart by
     identity (the same object for the samples of one prompt), programs by what the judge would extract.
     """
-    items = list(items)
+    lock = threading.Lock()  # distinct() runs on the judge's arrivals thread (codefu.judge.arrivals)
     first: dict[tuple, int] = {}
-    twins: dict[int, list[int]] = {}
-    unique: list[int] = []
-    for i, (problem, response) in enumerate(items):
-        program = extract_program(response, problem.preferred_language)
-        key = (id(problem), None if program is None else (program.language, program.source))
-        if key in first:
-            twins[first[key]].append(i)
-        else:
-            first[key] = i
-            twins[i] = []
-            unique.append(i)
-    for j, verdict in judge_many([items[i] for i in unique]):
-        i = unique[j]
+    twins: dict[int, list[int]] = {}  # a first position -> twins waiting for its verdict
+    unique: list[int] = []  # the positions judge_many sees, in its order
+    verdicts: dict[int, Verdict] = {}  # first positions judged
+    late: list[tuple[int, Verdict]] = []  # twins that arrived after their first's verdict
+
+    def reused(verdict: Verdict) -> Verdict:
+        return replace(verdict, tests=list(verdict.tests), time_s=0.0, reused=True)
+
+    def distinct() -> Iterator[tuple[Problem, str]]:
+        for i, (problem, response) in enumerate(items):
+            program = extract_program(response, problem.preferred_language)
+            key = (id(problem), None if program is None else (program.language, program.source))
+            with lock:
+                if key in first:
+                    f = first[key]
+                    if f in verdicts:
+                        late.append((i, reused(verdicts[f])))
+                    else:
+                        twins[f].append(i)
+                    continue
+                first[key], twins[i] = i, []
+                unique.append(i)
+            yield problem, response
+
+    def take_late() -> list[tuple[int, Verdict]]:
+        with lock:
+            out, late[:] = list(late), []
+        return out
+
+    for j, verdict in judge_many(distinct()):
+        with lock:
+            i = unique[j]
+            verdicts[i] = verdict
+            copies = twins.pop(i)
         yield i, verdict
-        for twin in twins[i]:
-            yield twin, replace(verdict, tests=list(verdict.tests), time_s=0.0, reused=True)
+        for twin in copies:
+            yield twin, reused(verdict)
+        yield from take_late()
+    yield from take_late()  # judge_many has drained distinct(): every twin is placed

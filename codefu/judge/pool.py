@@ -17,7 +17,8 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from codefu.judge.judge import Judge, JudgeConfig, judge_identical_once
+from codefu.judge.arrivals import Arrivals
+from codefu.judge.judge import ARRIVAL_POLL_S, Judge, JudgeConfig, judge_identical_once
 from codefu.launcher.plan import group_resource
 from codefu.types import Problem, Status, Verdict
 
@@ -104,7 +105,8 @@ class RayJudgePool:
         return sum(s.workers for s in self.slots)
 
     def judge_many(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
-        """Judge every (problem, response); yields (position, verdict) as each finishes."""
+        """Judge every (problem, response); yields (position, verdict) as each finishes. `items` may arrive
+        over time (a generator that waits for each completion to be decoded): each is judged as it comes."""
         if self.judge_config.judge_identical_once:  # here, so that twins on different nodes meet
             return judge_identical_once(items, self._judge_each)
         return self._judge_each(items)
@@ -112,15 +114,24 @@ class RayJudgePool:
     def _judge_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
         problem_refs: dict[int, ray.ObjectRef] = {}
         queue: deque[tuple[int, ray.ObjectRef, str, int]] = deque()
-        for i, (problem, response) in enumerate(items):
-            ref = problem_refs.setdefault(id(problem), ray.put(problem))
-            queue.append((i, ref, response, 1))
+        arrivals = Arrivals(items)  # items may still be arriving (completions being decoded)
+        count = 0
         in_flight: dict[ray.ObjectRef, tuple[int, ray.ObjectRef, str, int, _Slot, float]] = {}
-        while queue or in_flight:
+        while queue or in_flight or not arrivals.finished:
+            for problem, response in arrivals.take():
+                if id(problem) not in problem_refs:
+                    problem_refs[id(problem)] = ray.put(problem)
+                queue.append((count, problem_refs[id(problem)], response, 1))
+                count += 1
             self._dispatch(queue, in_flight)
             if self.on_load is not None:
                 self.on_load(len(queue), len(in_flight))
-            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+            if not in_flight:
+                arrivals.wait(1.0)
+                continue
+            # while more may arrive, wake now and then to send them out
+            timeout = 1.0 if arrivals.finished else ARRIVAL_POLL_S
+            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=timeout)
             for ref in done:
                 i, pref, response, attempt, slot, _ = in_flight.pop(ref)
                 slot.in_flight -= 1

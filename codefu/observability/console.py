@@ -2,12 +2,13 @@
 
     step  12/100 | reward +0.412 | pass  37.5% | AC  38 WA  25 TL   6 RE  12 CE   6 NC  12 ot   0
     | len   412 | kl 1.20e-03 | ent 0.853 | clip 0.021
-    | time  48.2s gen  30.1 judge   9.8 train   7.6 sync   0.7
+    | time  48.2s gen  30.1 judge     - tail   0.4 train   7.6 sync   0.7
 
 (one line; wrapped here). Every field has a fixed width, so the columns of successive lines align; a
 metric the step does not have prints as "-" in its field. The verdict percentages are of all the step's
-samples; "ot" is the other verdicts together (ML, OL and SE). The keys read are the constants in
-`codefu.observability.metrics`.
+samples; "ot" is the other verdicts together (ML, OL and SE). With the judge overlapping decoding
+(loop.overlap_judge) its time is "tail", what it adds after the last token; otherwise "judge". The
+keys read are the constants in `codefu.observability.metrics`.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ _SHAPE: tuple[Field, ...] = (
 _TIMES: tuple[Field, ...] = (
     Field("gen", M.TIME_GENERATE, ".1f", 5),
     Field("judge", M.TIME_JUDGE, ".1f", 5),
+    Field("tail", M.TIME_JUDGE_TAIL, ".1f", 5),
     Field("train", M.TIME_TRAIN, ".1f", 5),
     Field("sync", M.TIME_SYNC, ".1f", 5),
 )

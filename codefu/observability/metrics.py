@@ -50,6 +50,7 @@ CLIP_FRAC = "policy/clip_frac"
 TIME_STEP = "timing/step_s"
 TIME_GENERATE = "timing/generate_s"
 TIME_JUDGE = "timing/judge_s"
+TIME_JUDGE_TAIL = "timing/judge_tail_s"  # judging after the last token, when it overlaps decoding
 TIME_TRAIN = "timing/train_s"
 TIME_SYNC = "timing/sync_s"
 
@@ -238,7 +239,11 @@ class StepTimer:
         try:
             yield
         finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
+            self.add(name, time.perf_counter() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        """Seconds measured elsewhere (e.g. phases that overlap in time) added to phase `name`."""
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
 
     def metrics(self, prefix: str = "timing/") -> dict[str, float]:
         out = {f"{prefix}{name}_s": s for name, s in self.seconds.items()}

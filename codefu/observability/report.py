@@ -39,7 +39,7 @@ VERDICT_COLORS = {
     "AC": "#2ca02c", "WA": "#d62728", "TL": "#ff7f0e", "ML": "#9467bd", "RE": "#8c564b",
     "OL": "#e377c2", "CE": "#7f7f7f", "NC": "#bcbd22", "SE": "#17becf",
 }
-PHASES = ("generate", "judge", "train", "sync")
+PHASES = ("generate", "judge", "judge_tail", "train", "sync")
 #: Steps in the training pass rate's rolling mean.
 ROLLING_WINDOW = 5
 

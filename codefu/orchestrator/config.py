@@ -155,6 +155,11 @@ class LoopConfig:
     keep_final_state: bool = True
     """Keep the last resumable checkpoint at the end (weights, optimizer: ~12 bytes per parameter), so a
     run can be extended; false: a finished run keeps RUN_DIR/model and its records only."""
+    overlap_judge: bool = True
+    """Send each completion to the judge as soon as the engine finishes it, so judging runs while the
+    rest decode (timing/generate_s ends at the last token; timing/judge_tail_s is what judging adds after
+    it). One-turn rollouts only: self-repair episodes judge each turn's programs between turns. false:
+    judge the whole batch after generation (timing/judge_s)."""
     seed: int = 0
 
 

@@ -8,7 +8,8 @@ draws the same samples it would have drawn without the interruption.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -145,15 +146,21 @@ def sample_step(
         if not problems:
             break
         sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
-        generate = _timed(timer, "generate", roles.generate)
-        check = _timed(timer, "judge", scorer.check_public)  # self-repair: the public tests
-        with roles.generating():  # one phase for every turn: memory moves once
-            episodes = run_episodes(problems, [encode(p) for p in problems], sampling, plan, generate, check)
-        completions = [e.completion() for e in episodes]
-        out.generated_tokens += sum(c.model_tokens for c in completions)
+        prompts = [encode(p) for p in problems]
+        if plan.turns == 1 and cfg.loop.overlap_judge:
+            completions, scores = judged_as_they_finish(problems, prompts, sampling, roles, scorer, timer)
+            episodes = [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in completions]
+        else:
+            generate = _timed(timer, "generate", roles.generate)
+            check = _timed(timer, "judge", scorer.check_public)  # self-repair: the public tests
+            with roles.generating():  # one phase for every turn: memory moves once
+                episodes = run_episodes(problems, prompts, sampling, plan, generate, check)
+            completions = [e.completion() for e in episodes]
+            with timer.phase("judge"):  # the last program of each episode, on the hidden tests
+                owners = [problems[c.prompt_index] for c in completions]
+                scores = scorer.score(owners, [c.text for c in completions])
         owners = [problems[c.prompt_index] for c in completions]
-        with timer.phase("judge"):
-            scores = scorer.score(owners, [c.text for c in completions])  # the last program, hidden tests
+        out.generated_tokens += sum(c.model_tokens for c in completions)
         groups = [r * want + c.prompt_index for c in completions]
         out.all_scores += scores
         out.all_problems += owners
@@ -169,6 +176,37 @@ def sample_step(
         if len(set(out.groups)) >= want:
             break
     return out
+
+
+def judged_as_they_finish(
+    problems: list[Problem],
+    prompts: list[list[int]],
+    sampling: SamplingParams,
+    roles: Roles,
+    scorer: Scorer,
+    timer: StepTimer,
+) -> tuple[list[Completion], list[Score]]:
+    """One response per sample, each handed to the judge the moment the engine finishes it (continuous
+    batching finishes them at different steps), so the judge works while the rest decode. Returns the
+    completions in (prompt, sample) order with their scores; times the phases generate (to the last
+    token) and judge_tail (what judging adds after it)."""
+    arrived: list[Completion] = []
+
+    def arrivals() -> Iterator[tuple[Problem, str]]:  # pulled on the judge's arrivals thread
+        nonlocal last_token
+        for batch in roles.generate_stream(prompts, sampling):
+            last_token = time.perf_counter()
+            for c in batch:
+                arrived.append(c)
+                yield problems[c.prompt_index], c.text
+
+    with roles.generating():  # here, not on the arrivals thread: memory moves outside the timed phases
+        start = last_token = time.perf_counter()
+        scores = scorer.score_stream(arrivals())
+        timer.add("generate", last_token - start)
+        timer.add("judge_tail", time.perf_counter() - last_token)
+    order = sorted(range(len(arrived)), key=lambda k: (arrived[k].prompt_index, arrived[k].sample_index))
+    return [arrived[k] for k in order], [scores[k] for k in order]
 
 
 def update_step(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,6 +60,11 @@ class Feedback:
 class Scorer(Protocol):
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]: ...
 
+    def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
+        """Scores of (problem, response) pairs in the order they come. `items` may wait for each response
+        (completions still being decoded): a scorer may start judging the first before the last is in."""
+        ...
+
     def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
         """Each response run on its problem's public tests only (self-repair's feedback)."""
         ...
@@ -101,13 +106,18 @@ class JudgeScorer:
         return cls(RayJudgePool(cfg.judge, pool, on_load=set_judge_load), cfg.algo.reward)
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
-        verdicts = self.judge.judge_many(zip(problems, responses, strict=True))
+        return self.score_stream(list(zip(problems, responses, strict=True)))
+
+    def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
+        """Each response goes to the judge as it comes (see Scorer.score_stream)."""
+        verdicts = self.judge.judge_many(items)
         if self.progress is not None:
-            verdicts = tqdm(verdicts, total=len(responses), desc=self.progress, disable=None)
+            total = len(items) if isinstance(items, Sequence) else None
+            verdicts = tqdm(verdicts, total=total, desc=self.progress, disable=None)
         by_position = dict(verdicts)
         return [
             Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value, v.reused)
-            for v in (by_position[i] for i in range(len(responses)))
+            for v in (by_position[i] for i in range(len(by_position)))
         ]
 
     def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
@@ -167,6 +177,29 @@ class RolloutWorkers:
         for (_, run), completions in zip(work, ray.get(futures), strict=True):
             out += [replace(c, prompt_index=c.prompt_index + run.start) for c in completions]
         return out
+
+    def generate_stream(
+        self, prompts: list[list[int]], sampling: SamplingParams
+    ) -> Iterator[list[Completion]]:
+        """`generate`'s completions in batches as each worker finishes them (in no fixed order), from the
+        workers' streaming generators."""
+        work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(self.actors))) if run]
+        streams = {
+            self.actors[w].generate_stream.remote(
+                prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w))
+            ): run.start
+            for w, run in work
+        }
+        while streams:
+            ready, _ = ray.wait(list(streams), num_returns=1)
+            for stream in ready:
+                try:
+                    completions = ray.get(next(stream))
+                except StopIteration:
+                    del streams[stream]
+                    continue
+                offset = streams[stream]
+                yield [replace(c, prompt_index=c.prompt_index + offset) for c in completions]
 
     def load_weights(self, state: Any) -> None:
         """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once)."""
@@ -295,6 +328,15 @@ class Roles:
             completions = self.rollout.generate(prompts, sampling)
             self.memory_metrics |= self.rollout.stats()  # the phase's last call's engine numbers
         return completions
+
+    def generate_stream(
+        self, prompts: list[list[int]], sampling: SamplingParams
+    ) -> Iterator[list[Completion]]:
+        """`generate`'s completions in batches as they finish, in a generation phase of their own unless one
+        is open."""
+        with self.generating():
+            yield from self.rollout.generate_stream(prompts, sampling)
+            self.memory_metrics |= self.rollout.stats()
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
         group = self.reference if reference else self.trainer

@@ -2,6 +2,8 @@
 
     actor = make_rollout_actor(EngineConfig(model="path/to/model"), num_gpus=1)
     completions = ray.get(actor.generate.remote(prompt_ids, SamplingParams(n=8, seed=step)))
+    for ref in actor.generate_stream.remote(prompt_ids, sampling):  # batches as they finish
+        batch = ray.get(ref)
     ray.get(actor.load_weights.remote(state_dict))
 
 `engine` is an `EngineConfig` (a `TransformersEngine` is loaded from it) or a zero-argument callable
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
@@ -48,6 +50,16 @@ class RolloutWorker:
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         return self.engine.generate(prompts, sampling)
+
+    def generate_stream(
+        self, prompts: list[list[int]], sampling: SamplingParams
+    ) -> Iterator[list[Completion]]:
+        """`generate`'s completions in batches as they finish (a Ray streaming generator from the actor)."""
+        stream = getattr(self.engine, "generate_stream", None)
+        if stream is None:
+            yield self.engine.generate(prompts, sampling)
+            return
+        yield from stream(prompts, sampling)
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
         self.engine.load_weights(state)

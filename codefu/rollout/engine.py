@@ -15,7 +15,11 @@ from codefu.rollout.types import Completion, SamplingParams
 
 @runtime_checkable
 class RolloutEngine(Protocol):
-    """Samples responses from the current policy and takes new weights after each update."""
+    """Samples responses from the current policy and takes new weights after each update.
+
+    An engine may also offer `generate_stream(prompts, sampling) -> Iterator[list[Completion]]`: the same
+    completions, in batches as they finish (both built-in engines do; `RolloutWorker.generate_stream`
+    falls back to one batch of `generate` for engines without it)."""
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """`sampling.n` completions per prompt: len(result) == len(prompts) * sampling.n, ordered by prompt,

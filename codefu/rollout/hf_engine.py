@@ -104,6 +104,13 @@ class TransformersEngine:
     # ---- the interface --------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
+        finished = [c for batch in self.generate_stream(prompts, sampling) for c in batch]
+        return sorted(finished, key=lambda c: (c.prompt_index, c.sample_index))
+
+    def generate_stream(
+        self, prompts: list[list[int]], sampling: SamplingParams
+    ) -> Iterator[list[Completion]]:
+        """The completions of `generate`, a batch (`batch_size` sequences) at a time as each is done."""
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty")
@@ -112,24 +119,26 @@ class TransformersEngine:
         # Every (prompt, sample) pair is one sequence; similar lengths go together to save padding.
         items = [(pi, si) for pi in range(len(prompts)) for si in range(sampling.n)]
         order = sorted(range(len(items)), key=lambda k: len(prompts[items[k][0]]))
-        results: list[Completion | None] = [None] * len(items)
         for start in range(0, len(order), self.batch_size):
             chunk = order[start : start + self.batch_size]
             batch = [prompts[items[k][0]] for k in chunk]
+            done = []
             for k, (tokens, logprobs, reason) in zip(
                 chunk, self._generate_batch(batch, sampling, generator, stop_ids), strict=True
             ):
                 pi, si = items[k]
-                results[k] = Completion(
-                    prompt_index=pi,
-                    sample_index=si,
-                    prompt_ids=list(prompts[pi]),
-                    token_ids=tokens,
-                    text=self._decode(tokens),
-                    logprobs=logprobs,
-                    finish_reason=reason,
+                done.append(
+                    Completion(
+                        prompt_index=pi,
+                        sample_index=si,
+                        prompt_ids=list(prompts[pi]),
+                        token_ids=tokens,
+                        text=self._decode(tokens),
+                        logprobs=logprobs,
+                        finish_reason=reason,
+                    )
                 )
-        return [c for c in results if c is not None]
+            yield done
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
         """Copy a full (unsharded) state dict into the model in place, converting dtype and device.

@@ -16,6 +16,7 @@ from codefu.errors import SandboxUnavailable
 from codefu.judge import Judge, JudgeConfig
 from codefu.judge.sandbox import SandboxConfig
 from codefu.types import CheckerSpec, Problem, Status, TestCase, Verdict
+from helpers.arriving import judge_while_arriving
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -151,3 +152,15 @@ def test_a_work_dir_the_sandbox_user_cannot_enter_is_a_clear_error():
             assert judge.judge(problem, response).status is Status.ACCEPTED
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_submissions_are_judged_as_they_arrive():
+    """The loop hands the judge completions as the engine finishes them: each is judged at once, with
+    twins (the same program again) reusing a verdict judged before they arrived."""
+    double = Problem("double", "", [], [TestCase(f"{i}\n", f"{2 * i}\n") for i in range(4)], time_limit_s=2)
+    right = "```python\nprint(2 * int(input()))\n```"
+    wrong = "```python\nprint(2 * int(input()) + 1)\n```"
+    with Judge(JudgeConfig(workers=2)) as j:
+        verdicts = judge_while_arriving(j.judge_many, double, [right, wrong, "Again:\n" + right])
+    assert [verdicts[i].status for i in range(3)] == [Status.ACCEPTED, Status.WRONG_ANSWER, Status.ACCEPTED]
+    assert [verdicts[i].reused for i in range(3)] == [False, False, True]

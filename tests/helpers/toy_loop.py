@@ -5,6 +5,7 @@ and problems."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from pathlib import Path
 
 from codefu.data.difficulty import DifficultyConfig
@@ -33,6 +34,9 @@ class CharScorer:
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         return [char_score(TARGET, text) for text in responses]
 
+    def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
+        return [char_score(TARGET, text) for _, text in items]
+
     def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
         out = []
         for text in responses:
@@ -58,6 +62,9 @@ class SecretCharScorer:
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         return [char_score(p.extra["target"], text, over=0.5) for p, text in zip(problems, responses, strict=True)]
+
+    def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
+        return [char_score(p.extra["target"], text, over=0.5) for p, text in items]
 
     def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
         out = []

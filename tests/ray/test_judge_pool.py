@@ -7,6 +7,7 @@ import ray
 from codefu.judge import JudgeConfig
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.types import Problem, Status, TestCase
+from helpers.arriving import judge_while_arriving
 
 PROBLEM = Problem("double", "", [], [TestCase(f"{i}\n", f"{2 * i}\n") for i in range(6)], time_limit_s=2)
 RIGHT = "```python\nprint(2 * int(input()))\n```"
@@ -75,3 +76,13 @@ def test_submission_timeout_is_a_sandbox_error(local_ray):
         assert "timeout" in verdicts[0].message
     finally:
         pool.close()
+
+
+def test_pool_judges_submissions_as_they_arrive(local_ray):
+    pool = RayJudgePool(JudgeConfig(), PoolConfig())
+    try:
+        verdicts = judge_while_arriving(pool.judge_many, PROBLEM, [RIGHT, WRONG, "Again:\n" + RIGHT])
+    finally:
+        pool.close()
+    assert [verdicts[i].status for i in range(3)] == [Status.ACCEPTED, Status.WRONG_ANSWER, Status.ACCEPTED]
+    assert [verdicts[i].reused for i in range(3)] == [False, False, True]

@@ -65,3 +65,20 @@ def test_two_workers_generate_in_order_and_all_load_weights(local_ray):
     finally:
         for a in actors:
             ray.kill(a)
+
+
+def test_two_workers_stream_completions_as_they_finish(local_ray):
+    """generate_stream: each worker's batches as its engine finishes them (here a batch of 4 sequences at a
+    time), prompt indices counted over all prompts; together exactly what generate returns."""
+    factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=4)
+    actors = [make_rollout_actor(factory, num_cpus=0.5) for _ in range(2)]
+    try:
+        workers = RolloutWorkers(actors)
+        batches = list(workers.generate_stream(PROMPTS, SAMPLING))
+        # worker 0: prompts 0-2 x 3 samples = 9 sequences (4 + 4 + 1); worker 1: 6 (4 + 2)
+        assert sorted(len(b) for b in batches) == [1, 2, 4, 4, 4]
+        streamed = sorted((c for b in batches for c in b), key=lambda c: (c.prompt_index, c.sample_index))
+        assert summary(streamed) == summary(workers.generate(PROMPTS, SAMPLING))
+    finally:
+        for a in actors:
+            ray.kill(a)

@@ -13,6 +13,7 @@ def recording_judge(seen: list):
     """Judges in reverse order of submission (as a pool may finish), recording what it was given."""
 
     def judge_many(items):
+        items = list(items)  # an iterable: it may arrive over time
         seen.extend(items)
         for i in reversed(range(len(items))):
             yield (
@@ -38,3 +39,32 @@ def test_only_distinct_programs_per_problem_reach_the_judge():
 
 def test_empty_batch():
     assert list(judge_identical_once([], recording_judge([]))) == []
+
+
+def test_twins_arriving_after_their_first_was_judged_get_its_verdict():
+    """Items arrive over time (completions as the engine finishes them): a judge that answers each one as
+    it comes has judged the first of a pair before its twin arrives; the twin still gets a copy."""
+    seen: list = []
+
+    def judge_as_they_come(items):
+        for i, (problem, response) in enumerate(items):
+            seen.append((problem, response))
+            yield i, Verdict(Status.ACCEPTED, tests=[TestResult(Status.ACCEPTED)], message=response)
+
+    order: list[str] = []
+
+    def arriving():
+        for item in [(A, ECHO), (A, OTHER), (A, "Again:\n" + ECHO), (B, ECHO), (A, OTHER + "\n")]:
+            order.append("arrive")
+            yield item
+
+    out = []
+    for position, verdict in judge_identical_once(arriving(), judge_as_they_come):
+        order.append("verdict")
+        out.append((position, verdict))
+    verdicts = dict(out)
+    assert seen == [(A, ECHO), (A, OTHER), (B, ECHO)]
+    assert sorted(verdicts) == [0, 1, 2, 3, 4] and len(out) == 5
+    assert [verdicts[i].reused for i in range(5)] == [False, False, True, False, True]
+    assert verdicts[2].message == ECHO and verdicts[4].message == OTHER
+    assert order[:2] == ["arrive", "verdict"]  # the first verdict came before the second item arrived

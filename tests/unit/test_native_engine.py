@@ -434,3 +434,25 @@ def test_resume_takes_what_fits_up_to_the_plan_and_says_when_nothing_does(hf, en
     with pytest.raises(RuntimeError, match="no longer fits one sequence of max_model_len 128"):
         refit.generate(PROMPTS, sampling)
     assert refit.cache is None
+
+
+def test_the_stream_gives_each_completion_at_the_step_it_finishes(hf, engine):
+    """generate_stream: generate's completions, each as soon as its last token is in (a judge can start on
+    it while the rest decode): shorter ones in earlier batches, with a small cache (preemption) too."""
+    stop = pick_stops([hf_greedy(hf, p, 30) for p in PROMPTS])
+    sampling = SamplingParams(n=3, temperature=0.0, max_new_tokens=30, stop_token_ids=stop)
+    whole = engine.generate(PROMPTS, sampling)
+    for eng in (engine, make_engine(hf, kv_cache_tokens=8 * BLOCK)):
+        batches = list(eng.generate_stream(PROMPTS, sampling))
+        streamed = sorted((c for b in batches for c in b), key=lambda c: (c.prompt_index, c.sample_index))
+        key = [(c.prompt_index, c.sample_index, c.token_ids, c.finish_reason) for c in whole]
+        assert [(c.prompt_index, c.sample_index, c.token_ids, c.finish_reason) for c in streamed] == key
+        if eng is engine:  # the same schedule: the same numbers (preemption changes batches, not tokens)
+            assert [c.logprobs for c in streamed] == [c.logprobs for c in whole]
+        assert len(batches) > 1 and all(batches)
+        assert all(PENDING not in c.token_ids for b in batches for c in b)
+    roomy = list(engine.generate_stream(PROMPTS, sampling))  # one prefill, then every sequence decodes
+    longest_so_far = 0
+    for batch in roomy:
+        assert min(c.num_tokens for c in batch) >= longest_so_far
+        longest_so_far = max(c.num_tokens for c in batch)

@@ -185,15 +185,17 @@ def test_step_timer_accumulates(monkeypatch):
         pass
     with timer.phase("generate"):  # 10.0 -> 10.5: a second round adds up
         pass
-    assert timer.metrics() == {"timing/generate_s": 2.5, "timing/step_s": 12.0}
+    timer.add("judge_tail", 0.25)  # measured elsewhere (phases overlapping in time)
+    timer.add("generate", 1.0)
+    assert timer.metrics() == {"timing/generate_s": 3.5, "timing/judge_tail_s": 0.25, "timing/step_s": 12.0}
 
 
 # ---------------------------------------------------------------------------------------------- console
 
 FULL = {
     M.REWARD_MEAN: 0.4123, M.PASS_RATE: 0.375, M.RESPONSE_LEN: 412.3, M.KL: 0.0012, M.ENTROPY: 0.853,
-    M.CLIP_FRAC: 0.021, M.TIME_STEP: 48.21, M.TIME_GENERATE: 30.1, M.TIME_JUDGE: 9.8, M.TIME_TRAIN: 7.6,
-    M.TIME_SYNC: 0.7,
+    M.CLIP_FRAC: 0.021, M.TIME_STEP: 48.21, M.TIME_GENERATE: 30.1, M.TIME_JUDGE: 9.8, M.TIME_JUDGE_TAIL: 0.42,
+    M.TIME_TRAIN: 7.6, M.TIME_SYNC: 0.7,
     **verdict_metrics(["ACCEPTED"] * 6 + ["WRONG_ANSWER"] * 4 + ["TIME_LIMIT", "RUNTIME_ERROR", "RUNTIME_ERROR",
                        "COMPILE_ERROR", "NO_CODE", "MEMORY_LIMIT"]),
 }
@@ -203,7 +205,8 @@ def test_console_line_with_all_metrics():
     line = format_step_line(12, FULL, total_steps=100)
     assert line == (
         "step  12/100 | reward +0.412 | pass  37.5% | AC  38 WA  25 TL   6 RE  12 CE   6 NC   6 ot   6"
-        " | len   412 | kl 1.20e-03 | ent 0.853 | clip 0.021 | time  48.2s gen  30.1 judge   9.8 train   7.6 sync   0.7"
+        " | len   412 | kl 1.20e-03 | ent 0.853 | clip 0.021 | time  48.2s gen  30.1 judge   9.8 tail   0.4"
+        " train   7.6 sync   0.7"
     )
 
 
@@ -212,7 +215,8 @@ def test_console_line_missing_metrics_print_dashes_at_the_same_width():
     empty = format_step_line(7, {}, total_steps=100)
     assert empty == (
         "step   7/100 | reward      - | pass      - | AC   - WA   - TL   - RE   - CE   - NC   - ot   -"
-        " | len     - | kl        - | ent     - | clip     - | time     -  gen     - judge     - train     - sync     -"
+        " | len     - | kl        - | ent     - | clip     - | time     -  gen     - judge     - tail     -"
+        " train     - sync     -"
     )
     assert len(empty) == len(full)
     # columns line up: every "|" at the same place

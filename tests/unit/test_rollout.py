@@ -257,3 +257,15 @@ def test_from_pretrained_loads_a_saved_model(model, tokenizer, tmp_path):
     out = loaded.generate(PROMPTS, sampling)
     assert [c.token_ids for c in out] == [c.token_ids for c in expected]
     assert [c.text for c in out] == [c.text for c in expected]
+
+
+def test_the_stream_gives_a_batch_at_a_time_and_the_same_samples(model, tokenizer):
+    engine = TransformersEngine(model, tokenizer, batch_size=4)
+    sampling = SamplingParams(n=3, temperature=1.0, max_new_tokens=5, seed=11)
+    batches = list(engine.generate_stream(PROMPTS, sampling))
+    assert [len(b) for b in batches] == [4, 4, 1]  # 9 sequences, batch_size 4
+    streamed = sorted((c for b in batches for c in b), key=lambda c: (c.prompt_index, c.sample_index))
+    whole = engine.generate(PROMPTS, sampling)
+    assert [(c.prompt_index, c.sample_index, c.token_ids, c.logprobs) for c in streamed] == [
+        (c.prompt_index, c.sample_index, c.token_ids, c.logprobs) for c in whole
+    ]

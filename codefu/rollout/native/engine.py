@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -258,6 +259,14 @@ class NativeEngine:
     # ---- the interface --------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
+        finished = [c for batch in self.generate_stream(prompts, sampling) for c in batch]
+        return sorted(finished, key=lambda c: (c.prompt_index, c.sample_index))
+
+    def generate_stream(
+        self, prompts: list[list[int]], sampling: SamplingParams
+    ) -> Iterator[list[Completion]]:
+        """The completions of `generate`, each yielded at the step its last token came in (in batches of
+        the sequences that finished at one step): the judge can start on them while the rest decode."""
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty")
@@ -268,21 +277,24 @@ class NativeEngine:
                 )
         self.resume_memory()
         self.start(prompts, sampling)
+        unreported = list(self._seqs)
         while not self.done:
             self.step()
-        seqs = self._seqs
-        return [
-            Completion(
-                prompt_index=s.prompt_index,
-                sample_index=s.sample_index,
-                prompt_ids=list(s.prompt),
-                token_ids=s.tokens,
-                text=self._detokenize(s.tokens),
-                logprobs=s.logprobs,
-                finish_reason="stop" if s.finish_reason == "stop" else "length",
-            )
-            for s in seqs
-        ]
+            done = [s for s in unreported if _complete(s)]
+            if done:
+                unreported = [s for s in unreported if not _complete(s)]
+                yield [self._completion(s) for s in done]
+
+    def _completion(self, s: Sequence) -> Completion:
+        return Completion(
+            prompt_index=s.prompt_index,
+            sample_index=s.sample_index,
+            prompt_ids=list(s.prompt),
+            token_ids=s.tokens,
+            text=self._detokenize(s.tokens),
+            logprobs=s.logprobs,
+            finish_reason="stop" if s.finish_reason == "stop" else "length",
+        )
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
         """Copy HF-named tensors into the model in place (see NativeCausalLM.load_weights)."""
@@ -493,6 +505,12 @@ class NativeEngine:
 
     def _detokenize(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer is not None else ""
+
+
+def _complete(seq: Sequence) -> bool:
+    """Finished, with its last token taken in (a length cap finishes a sequence at launch, before its
+    last token reaches the host)."""
+    return seq.finish_reason is not None and (not seq.tokens or seq.tokens[-1] != PENDING)
 
 
 __all__ = ["NativeEngine"]
