@@ -2,7 +2,7 @@
 
 One H200:  python bench/loop.py --model /tmp/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096
            python bench/loop.py --model /tmp/r7 --config configs/gpu-7b.yaml --max-new-tokens 4096
-CPU smoke: python bench/loop.py --model /tmp/tiny --config configs/default.yaml --max-new-tokens 64 \
+CPU smoke: python bench/loop.py --model /tmp/tiny --config configs/cpu.yaml --max-new-tokens 64 \
                --steps 1 rollout.device=cpu judge.sandbox.kind=none
 
 --model is a random-init model folder (bench/make_random_model.py: Qwen2.5 shapes and the tiny character
@@ -17,26 +17,35 @@ tokens to the cap, as a reasoning model's do.
    old-policy forward, the reference forward, the update, the weight sync.
 Reports step time, the sum of the parts, their ratio (the loop's overhead; goal <= 1.15), and tokens/s
 per GPU = (prompt + response tokens) / step time (verl's definition). Writes the numbers to --out.
+
+--programs PARQUET: the judge's real work in the workload. Each response is judged as one of the real
+programs of tests/data/codefu_easy_solutions.json (correct and wrong in turn, each sample a distinct
+program) on its problem from PARQUET (codefu-easy's train.parquet), whatever the random model wrote. The
+loop sends completions to the judge as they finish (loop.overlap_judge): `judge_tail_s` is what judging
+adds after the last token, and `judge_tail_frac` its share of the step (goal <= 0.05).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import ray
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 from bench.rollout import stop_token_count  # noqa: E402
 from codefu.config import load_config  # noqa: E402
-from codefu.data.loader import training_loader  # noqa: E402
+from codefu.data.loader import load_problems, training_loader  # noqa: E402
 from codefu.observability.metrics import StepTimer  # noqa: E402
 from codefu.orchestrator import loop  # noqa: E402
 from codefu.orchestrator.batching import completions_to_batch  # noqa: E402
@@ -44,6 +53,7 @@ from codefu.orchestrator.cli import load_splits, load_tokenizer  # noqa: E402
 from codefu.orchestrator.config import RunConfig  # noqa: E402
 from codefu.orchestrator.episodes import EpisodePlan  # noqa: E402
 from codefu.orchestrator.roles import JudgeScorer, Roles, run_layout  # noqa: E402
+from codefu.types import Problem  # noqa: E402
 
 
 def main() -> int:
@@ -56,6 +66,9 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=2,
                    help="untimed steps first: compiles, CUDA graphs, the optimizer's first move to pinned "
                    "CPU memory (step 2: there is no AdamW state to move before the first update)")
+    p.add_argument("--programs", metavar="PARQUET",
+                   help="judge real programs instead of the responses (codefu-easy train.parquet)")
+    p.add_argument("--language", default="cpp", help="--programs: the solutions of this language")
     p.add_argument("--out", help="write the results here (JSON)")
     p.add_argument("overrides", nargs="*", help="config key=value, after the ones this script sets")
     args = p.parse_args()
@@ -81,6 +94,8 @@ def main() -> int:
              log_to_driver=False)
     roles = Roles(cfg)
     scorer = JudgeScorer.on_cluster(cfg)
+    if args.programs:
+        scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
     plan = EpisodePlan.of(cfg.rollout, tokenizer)
     try:
@@ -106,6 +121,38 @@ def main() -> int:
     if args.out:
         Path(args.out).write_text(json.dumps({"steps": steps, "parts": parts, "summary": result}, indent=1))
     return 0
+
+
+class RealPrograms:
+    """A scorer that judges real programs in place of the responses (see --programs): sample k is solution
+    k mod S (correct, then wrong on the next pass over them), with its number in a comment so that no two
+    are the same program (no compile-cache hit, no twin judged once)."""
+
+    def __init__(self, scorer: JudgeScorer, problems: list[Problem], language: str):
+        solutions = json.loads((REPO / "tests" / "data" / "codefu_easy_solutions.json").read_text())
+        self.solutions = [(problems[s["index"]], s) for s in solutions if s["language"] == language]
+        if not self.solutions:
+            raise SystemExit(f"--language {language}: no such solutions")
+        self.scorer, self.language, self.count = scorer, language, itertools.count()
+
+    def _programs(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[Problem, str]]:
+        for _ in items:
+            k = next(self.count)
+            problem, solution = self.solutions[k % len(self.solutions)]
+            source = solution["wrong" if (k // len(self.solutions)) % 2 else "correct"]
+            yield problem, f"```{self.language}\n{source}\n// sample {k}\n```"
+
+    def score_stream(self, items: Iterable[tuple[Problem, str]]):
+        return self.scorer.score_stream(self._programs(items))
+
+    def score(self, problems: list[Problem], responses: list[str]):
+        return self.scorer.score_stream(list(self._programs(zip(problems, responses, strict=True))))
+
+    def check_public(self, problems: list[Problem], responses: list[str]):
+        return self.scorer.check_public(problems, responses)
+
+    def close(self) -> None:
+        self.scorer.close()
 
 
 def step_record(timing: dict[str, float], sampled: loop.Sampled) -> dict[str, float]:
@@ -170,7 +217,9 @@ def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) ->
         "overhead": round(step_s / sum_parts, 3) if sum_parts else None,
         "tokens_per_step": round(tokens), "tokens_per_s_per_gpu": round(tokens / step_s / gpus),
         "phases_in_step": {k: round(statistics.mean(s.get(k, 0.0) for s in steps), 2)
-                           for k in ("generate_s", "judge_s", "train_s", "sync_s")},
+                           for k in ("generate_s", "judge_s", "judge_tail_s", "train_s", "sync_s")},
+        "judge_tail_frac": round(statistics.mean(s.get("judge_tail_s", 0.0) / s["step_s"] for s in steps), 4),
+        "judge_alone_s": parts["judge_s"],
     }
 
 

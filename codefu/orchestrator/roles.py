@@ -224,6 +224,8 @@ class RolloutWorkers:
             "rollout/kv_cache_tokens": min(s["kv_cache_tokens"] for s in per_worker),
             "rollout/decode_batch_mean": sum(s["decode_batch_sum"] for s in per_worker) / max(steps, 1.0),
             "rollout/preemptions": sum(s["preemptions"] for s in per_worker),
+            # prompt tokens whose K/V the prefix cache gave back (a self-repair turn's conversation so far)
+            "rollout/prefix_cached_tokens": sum(s.get("cached_tokens", 0.0) for s in per_worker),
         }
 
 

@@ -58,6 +58,10 @@ class EngineSettings:
     """native: prompt + response cap; None: the model's (at most 32768), capped by the KV cache."""
     cuda_graphs: bool = True
     """native, GPU: replay CUDA graphs of the decode step (False: eager)."""
+    prefix_caching: bool = True
+    """native: keep the KV blocks of finished sequences until their memory is needed, and start a later
+    prompt that begins with the same tokens after them (a self-repair turn after the conversation so far);
+    dropped when new weights arrive."""
 
 
 @dataclass

@@ -456,3 +456,28 @@ def test_the_stream_gives_each_completion_at_the_step_it_finishes(hf, engine):
     for batch in roomy:
         assert min(c.num_tokens for c in batch) >= longest_so_far
         longest_so_far = max(c.num_tokens for c in batch)
+
+
+def test_a_later_turn_starts_after_the_conversation_so_far(hf):
+    """A self-repair turn's prompt is the previous turn's prompt and response and a feedback turn: the
+    prefix cache gives their K/V back instead of prefilling them again, and the outputs and log-probs are
+    those of an engine without it. New weights drop what was cached."""
+    sampling = SamplingParams(n=1, temperature=0.0, max_new_tokens=20)
+    engines = {on: make_engine(hf, prefix_caching=on) for on in (True, False)}
+    turn1 = {on: e.generate(PROMPTS, sampling) for on, e in engines.items()}
+    assert [c.token_ids for c in turn1[True]] == [c.token_ids for c in turn1[False]]
+    feedback = [[5, 6, 7, 8, 9]] * len(PROMPTS)
+    conversations = [c.prompt_ids + c.token_ids + f for c, f in zip(turn1[True], feedback, strict=True)]
+    turn2 = {on: e.generate(conversations, sampling) for on, e in engines.items()}
+    assert [c.token_ids for c in turn2[True]] == [c.token_ids for c in turn2[False]]
+    for a, b in zip(turn2[True], turn2[False], strict=True):
+        assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
+    cached, fresh = engines[True].last_stats, engines[False].last_stats
+    # turn 1's full blocks whose K/V were all written: all but its last token (never run)
+    expected = sum((c.num_tokens + len(c.prompt_ids) - 1) // BLOCK * BLOCK for c in turn1[True])
+    assert cached["cached_tokens"] == expected > 0 and fresh["cached_tokens"] == 0
+    assert cached["prefill_tokens"] == fresh["prefill_tokens"] - expected
+    engines[True].load_weights(tiny_hf("qwen2", seed=1).state_dict() if hf.config.model_type == "qwen2"
+                               else tiny_hf("llama", seed=1).state_dict())
+    engines[True].generate(conversations, sampling)
+    assert engines[True].last_stats["cached_tokens"] == 0  # K/V of the old weights: gone

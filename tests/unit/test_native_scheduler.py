@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from codefu.rollout.native.kv_cache import BlockAllocator
+from codefu.rollout.native.kv_cache import BlockAllocator, PrefixCache
 from codefu.rollout.native.scheduler import Cohort, DecodeStep, PrefillStep, Scheduler, Sequence
 
 BS = 4
@@ -97,3 +97,65 @@ def test_decode_preempts_the_youngest_and_everything_is_freed():
     assert isinstance(step, PrefillStep) and step.cohorts[0].prefix == preempted.all_tokens()
     sched.finish(preempted, "length")
     assert sched.done and alloc.num_free == 4 and sum(alloc.refcount) == 0
+
+
+# ---- the prefix cache ------------------------------------------------------------------------------------
+
+
+def test_prefix_cache_finds_the_longest_run_of_full_blocks_and_nothing_else():
+    cache = PrefixCache(BS)
+    tokens = list(range(1, 12))  # blocks [1-4] [5-8], then 3 tokens
+    cache.insert(tokens, [7, 3, 9], written=10)  # K/V of the first 10 tokens: the two full blocks
+    assert len(cache) == 2 and 7 in cache and 3 in cache and 9 not in cache
+    assert cache.match(tokens + [99], max_blocks=10) == [7, 3]
+    assert cache.match(tokens, max_blocks=1) == [7]
+    assert cache.match([1, 2, 3, 4, 0, 6, 7, 8], max_blocks=10) == [7]  # the second block differs
+    assert cache.match([5, 6, 7, 8], max_blocks=10) == []  # a block is known with what came before it
+    cache.insert(tokens, [8, 4], written=8)  # the same tokens again: the first blocks stay
+    assert len(cache) == 2 and cache.match(tokens, 10) == [7, 3]
+    cache.forget(7)  # its block taken for other work: what hung under it cannot be reached
+    assert cache.match(tokens, 10) == [] and 3 in cache
+    cache.insert(tokens, [5, 3], written=8)  # 3 again, now under a new parent
+    assert cache.match(tokens, 10) == [5, 3] and len(cache) == 2
+
+
+def test_allocator_keeps_cached_blocks_until_their_memory_is_needed():
+    alloc = BlockAllocator(3, PrefixCache(BS))
+    a, b = alloc.allocate(), alloc.allocate()
+    alloc.cache.insert([1, 2, 3, 4, 5, 6, 7, 8, 9], [a, b], written=8)
+    alloc.release([a, b])
+    assert alloc.num_free == 3 and alloc.refcount[a] == 0 and a in alloc.cache
+    assert alloc.share(alloc.cache.match([1, 2, 3, 4, 0], 5)[0]) == a  # found again, held again
+    assert alloc.refcount[a] == 1 and alloc.num_free == 2
+    c = alloc.allocate()  # the truly free block first
+    assert c not in (a, b) and b in alloc.cache
+    assert alloc.allocate() == b and b not in alloc.cache  # then the oldest cached one, forgotten
+    with pytest.raises(RuntimeError, match="no free block"):
+        alloc.allocate()
+    alloc.release([a, b, c])
+    alloc.drop_cache()  # new weights
+    assert len(alloc.cache) == 0 and alloc.num_free == 3
+    assert sorted(alloc.allocate() for _ in range(3)) == [0, 1, 2]
+
+
+def test_admission_starts_after_the_cached_blocks():
+    alloc = BlockAllocator(20, PrefixCache(BS))
+    sched = Scheduler(alloc, BS, max_num_seqs=8, max_prefill_tokens=64)
+    first = cohort(0, 6, 1)
+    sched.add(first)
+    sched.schedule()
+    seq = sched.running[0]
+    seq.tokens += [50, 51, 52, 53]  # 10 tokens: K/V of 9 written, two full blocks
+    table = list(seq.block_table)
+    sched.finish(seq, "stop")
+    assert alloc.num_free == 20 and len(alloc.cache) == 2
+    # the next turn: the conversation so far, then more
+    sched.add(Cohort([Sequence(1, 0, 0, seq.all_tokens() + [60, 61, 62])]))
+    step = sched.schedule()
+    assert isinstance(step, PrefillStep)
+    admitted = step.cohorts[0]
+    assert admitted.cached == 2 * BS and admitted.seqs[0].block_table[:2] == table[:2]
+    assert [alloc.refcount[b] for b in table[:2]] == [1, 1]
+    # exactly a whole number of cached blocks: the last one runs again (its logits sample the next token)
+    sched.add(Cohort([Sequence(2, 1, 0, list(range(1, 5)) + [5, 6, 50, 51])]))
+    assert sched.schedule().cohorts[0].cached == BS

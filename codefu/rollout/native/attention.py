@@ -30,6 +30,11 @@ class AttentionMetadata:
     Prefill runs the T new tokens of B sequences laid out one after another; attention works on a
     right-padded (B, max_len) view of them: `pad_index[t]` = row * max_len + column of token t. Under the
     causal mask no real token attends to a padded one, so no padding mask is needed.
+
+    A prefill whose sequences start after tokens already in the cache (the prefix cache's blocks) also
+    reads those: `key_slots` are the slots of every key (cached and new) of each row, laid out as
+    (B, key_len) by `key_pad_index`, and `key_mask` (B, 1, max_len, key_len) lets the query of position p
+    see keys 0..p.
     """
 
     is_prefill: bool
@@ -41,6 +46,11 @@ class AttentionMetadata:
     # decode (T == B: one token per sequence)
     block_tables: Tensor | None = None  # [B, max_blocks] int32
     context_lens: Tensor | None = None  # [B] int32
+    # prefill after cached tokens
+    key_slots: Tensor | None = None  # [Tk] int64
+    key_pad_index: Tensor | None = None  # [Tk] int64
+    key_len: int = 0
+    key_mask: Tensor | None = None  # [B, 1, max_len, key_len] bool
 
 
 def store_kv(k: Tensor, v: Tensor, k_cache: Tensor, v_cache: Tensor, slot_mapping: Tensor) -> None:
@@ -68,21 +78,28 @@ def prefill_attention(q: Tensor, k: Tensor, v: Tensor, meta: AttentionMetadata, 
     so SDPA can pick its fused kernels on every backend."""
     total, hq, dim = q.shape
     groups = hq // k.shape[1]
-    if meta.pad_index is None:  # one sequence: (1, H, T, D)
+    mask = None
+    if meta.key_mask is not None:  # after cached tokens: k, v are every key of each row
+        assert meta.pad_index is not None and meta.key_pad_index is not None
+        qp = _padded(q, meta.pad_index, meta.batch, meta.max_len)
+        kp, vp = (_padded(x, meta.key_pad_index, meta.batch, meta.key_len) for x in (k, v))
+        mask = meta.key_mask
+    elif meta.pad_index is None:  # one sequence: (1, H, T, D)
         qp, kp, vp = (x.transpose(0, 1)[None] for x in (q, k, v))
     else:
-        size = meta.batch * meta.max_len
-
-        def pad(x: Tensor) -> Tensor:
-            out = x.new_zeros(size, *x.shape[1:]).index_copy_(0, meta.pad_index, x)
-            return out.view(meta.batch, meta.max_len, *x.shape[1:]).transpose(1, 2)
-
-        qp, kp, vp = pad(q), pad(k), pad(v)
+        qp, kp, vp = (_padded(x, meta.pad_index, meta.batch, meta.max_len) for x in (q, k, v))
+    kp, vp = _expand_kv(kp, groups), _expand_kv(vp, groups)
     out = F.scaled_dot_product_attention(
-        qp, _expand_kv(kp, groups), _expand_kv(vp, groups), is_causal=True, scale=scale
+        qp, kp, vp, attn_mask=mask, is_causal=mask is None, scale=scale
     )  # (B, Hq, L, D)
     out = out.transpose(1, 2).reshape(-1, hq, dim)
     return out if meta.pad_index is None else out.index_select(0, meta.pad_index)
+
+
+def _padded(x: Tensor, index: Tensor, batch: int, length: int) -> Tensor:
+    """x [T, H, D] laid out as (batch, H, length, D) with token t at row * length + column = index[t]."""
+    out = x.new_zeros(batch * length, *x.shape[1:]).index_copy_(0, index, x)
+    return out.view(batch, length, *x.shape[1:]).transpose(1, 2)
 
 
 def paged_decode_attention_torch(
@@ -134,8 +151,9 @@ def attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetada
     small next to prefill's matmuls), so the slots of one step must be distinct."""
     if meta.is_prefill:
         heads, dim = k_cache.shape[-2:]
-        k = k_cache.view(-1, heads, dim).index_select(0, meta.slot_mapping)
-        v = v_cache.view(-1, heads, dim).index_select(0, meta.slot_mapping)
+        keys = meta.key_slots if meta.key_slots is not None else meta.slot_mapping
+        k = k_cache.view(-1, heads, dim).index_select(0, keys)
+        v = v_cache.view(-1, heads, dim).index_select(0, keys)
         return prefill_attention(q, k, v, meta, scale)
     assert meta.block_tables is not None and meta.context_lens is not None
     return paged_decode_attention(q, k_cache, v_cache, meta.block_tables, meta.context_lens, scale)

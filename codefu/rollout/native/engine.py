@@ -8,7 +8,10 @@
 
 One `generate` = add every prompt as a cohort of n sequences, then `step()` until all are done. A step is
 a prefill (newly admitted cohorts, each prompt run once) or a decode (every running sequence, one token);
-see scheduler.py. Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
+see scheduler.py. The KV blocks of finished sequences stay in a prefix cache (kv_cache.py) until their
+memory is needed or new weights arrive: a prompt that begins with the tokens of an earlier sequence (a
+self-repair turn: the conversation so far, then the feedback) is prefilled from where they end.
+Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
 same seed, prompts and engine settings give the same samples. Decode steps replay CUDA graphs on GPU.
 
 The host runs one step ahead of the device: `step()` schedules and launches step t+1, and only then
@@ -38,7 +41,7 @@ from codefu.rollout.engine import EngineConfig, eos_ids, load_for_engine
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs
 from codefu.rollout.native.host_tables import HostBlockTables
-from codefu.rollout.native.kv_cache import BlockAllocator, KVCache
+from codefu.rollout.native.kv_cache import BlockAllocator, KVCache, PrefixCache
 from codefu.rollout.native.model import NativeCausalLM
 from codefu.rollout.native.scheduler import Cohort, DecodeStep, PrefillStep, Scheduler, Sequence
 from codefu.rollout.sampling import make_generator, sample_step
@@ -121,6 +124,7 @@ class NativeEngine:
         self._turn = 0
         self._in_flight: LaunchedStep | None = None
         self.last_stats: dict[str, float] = {}
+        self.allocator: BlockAllocator | None = None  # with the cache: made by resume_memory
         self.resume_memory()
         log.info(
             "native engine: %d KV blocks x %d tokens, max_model_len %d, max_num_seqs %d, cuda graphs %s",
@@ -246,11 +250,16 @@ class NativeEngine:
             self.device,
         )
         self._attach(self.cache)
+        self.allocator = self._new_allocator()
         if self.device.type == "cuda" and self.config.cuda_graphs:
             with torch.no_grad():
                 self.graphs = DecodeGraphs(
                     self._decode_forward, self.config.max_num_seqs, torch.from_numpy(self._pad), self.device
                 )
+
+    def _new_allocator(self) -> BlockAllocator:
+        prefix_cache = PrefixCache(self.block_size) if self.config.prefix_caching else None
+        return BlockAllocator(self.num_blocks, prefix_cache)
 
     def _attach(self, cache: KVCache | None) -> None:
         for i, layer in enumerate(self.model.layers):
@@ -299,6 +308,8 @@ class NativeEngine:
     def load_weights(self, state: dict[str, Tensor]) -> None:
         """Copy HF-named tensors into the model in place (see NativeCausalLM.load_weights)."""
         self.model.load_weights(state)
+        if self.allocator is not None:
+            self.allocator.drop_cache()  # K/V of the old weights
 
     # ---- stepping (public so tests can look between steps) ---------------------------------------
     def start(self, prompts: list[list[int]], sampling: SamplingParams) -> None:
@@ -306,7 +317,9 @@ class NativeEngine:
         self.sampling = sampling
         self.generator = make_generator(self.device, sampling.seed)
         self.stop_ids = self.eos_ids | set(sampling.stop_token_ids)
-        self.allocator = BlockAllocator(self.num_blocks)
+        assert self.allocator is not None, "resume_memory() first"
+        if any(self.allocator.refcount):  # an earlier call stopped midway: its blocks are not coming back
+            self.allocator = self._new_allocator()
         self.scheduler = Scheduler(
             self.allocator, self.block_size, self.config.max_num_seqs, self.max_prefill_tokens
         )
@@ -317,8 +330,8 @@ class NativeEngine:
         for i in range(len(prompts)):
             self.scheduler.add(Cohort(self._seqs[i * n : (i + 1) * n]))
         self.last_stats = dict.fromkeys(
-            ["prefill_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum", "preemptions",
-             "prefill_s", "decode_s", "decode_wait_s", "generated_tokens", "tokens_per_s"],
+            ["prefill_tokens", "cached_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum",
+             "preemptions", "prefill_s", "decode_s", "decode_wait_s", "generated_tokens", "tokens_per_s"],
             0.0,
         )  # fmt: skip
         self.last_stats["kv_cache_tokens"] = float(self.num_blocks * self.block_size)
@@ -337,7 +350,8 @@ class NativeEngine:
         if not self.scheduler.done:
             work = self.scheduler.schedule()
             if isinstance(work, PrefillStep):  # tokens prefilled, counted before the placeholders
-                context = sum(g.length for g in work.cohorts)
+                context = sum(g.length - g.cached for g in work.cohorts)
+                self.last_stats["cached_tokens"] += sum(g.cached for g in work.cohorts)
             launched = self._launch(work)
         previous, self._in_flight = self._in_flight, launched
         t_wait = time.perf_counter()
@@ -390,28 +404,43 @@ class NativeEngine:
         self.last_stats["generated_tokens"] += generated
 
     def _prefill(self, work: PrefillStep) -> tuple[list[Sequence], Tensor, Tensor]:
-        """Run each cohort's prefix once; every sequence of a cohort samples from its last position."""
+        """Run each cohort's prefix once, from its first token the prefix cache did not have; every
+        sequence of a cohort samples from its last position."""
         ids, positions, slots, pad_index, last = [], [], [], [], []
-        width = max(g.length for g in work.cohorts)
+        key_slots, key_pad_index = [], []
+        width = max(g.length - g.cached for g in work.cohorts)
+        key_len = max(g.length for g in work.cohorts)
+        after_cached = any(g.cached for g in work.cohorts)
         bs = self.block_size
         for row, cohort in enumerate(work.cohorts):
-            prefix, table = cohort.prefix, cohort.seqs[0].block_table
-            ids += prefix
-            positions += range(len(prefix))
-            slots += [table[p // bs] * bs + p % bs for p in range(len(prefix))]
-            pad_index += range(row * width, row * width + len(prefix))
+            prefix, table, start = cohort.prefix, cohort.seqs[0].block_table, cohort.cached
+            ids += prefix[start:]
+            positions += range(start, len(prefix))
+            slots += [table[p // bs] * bs + p % bs for p in range(start, len(prefix))]
+            pad_index += range(row * width, row * width + len(prefix) - start)
             last.append(len(ids) - 1)
+            if after_cached:
+                key_slots += [table[p // bs] * bs + p % bs for p in range(len(prefix))]
+                key_pad_index += range(row * key_len, row * key_len + len(prefix))
         # a preempted sequence waits at least one step, by which time its token in flight was taken in
         assert PENDING not in ids, "a prefill with a token still in flight"
         dev = self.device
         batch = len(work.cohorts)
+        padded = batch > 1 or after_cached
         meta = AttentionMetadata(
             is_prefill=True,
             slot_mapping=torch.tensor(slots, dtype=torch.long).to(dev),
-            pad_index=torch.tensor(pad_index, dtype=torch.long).to(dev) if batch > 1 else None,
+            pad_index=torch.tensor(pad_index, dtype=torch.long).to(dev) if padded else None,
             batch=batch,
             max_len=width,
         )
+        if after_cached:
+            # query column j of a row that starts at position s is position s + j: it sees keys 0..s + j
+            query_pos = torch.tensor([g.cached for g in work.cohorts])[:, None] + torch.arange(width)[None, :]
+            meta.key_mask = (torch.arange(key_len)[None, None, :] <= query_pos[:, :, None])[:, None].to(dev)
+            meta.key_slots = torch.tensor(key_slots, dtype=torch.long).to(dev)
+            meta.key_pad_index = torch.tensor(key_pad_index, dtype=torch.long).to(dev)
+            meta.key_len = key_len
         hidden = self.model(torch.tensor(ids).to(dev), torch.tensor(positions).to(dev), meta)
         assert self.cache is not None
         self.cache.copy_blocks([s for s, _ in work.copies], [d for _, d in work.copies])

@@ -9,36 +9,104 @@ write their K/V there and read it back; the allocator never hands it out.
 
 from __future__ import annotations
 
-from collections import deque
+import itertools
+from collections import OrderedDict, deque
 
 import torch
 from torch import Tensor
 
 
+class PrefixCache:
+    """Full KV blocks of finished sequences, found again by their tokens while the weights stay the same: a
+    self-repair turn's conversation starts with the previous turn's prompt and response, whose K/V need
+    not be computed again (nor a prompt sampled again in a later call).
+
+    A block is known by (its parent's entry id, its block_size tokens): exact, no hash can collide, and
+    the entries below an evicted block can no longer be reached (entry ids are never reused)."""
+
+    def __init__(self, block_size: int) -> None:
+        self.block_size = block_size
+        self._entries: dict[tuple[int, tuple[int, ...]], tuple[int, int]] = {}  # key -> (entry id, block)
+        self._key_of: dict[int, tuple[int, tuple[int, ...]]] = {}  # block -> its key
+        self._ids = itertools.count(1)  # 0: the root
+
+    def __contains__(self, block: int) -> bool:
+        return block in self._key_of
+
+    def __len__(self) -> int:
+        return len(self._key_of)
+
+    def match(self, tokens: list[int], max_blocks: int) -> list[int]:
+        """The cached blocks holding the longest run of `tokens`' first full blocks (at most max_blocks)."""
+        bs, parent, out = self.block_size, 0, []
+        for b in range(min(max_blocks, len(tokens) // bs)):
+            hit = self._entries.get((parent, tuple(tokens[b * bs : (b + 1) * bs])))
+            if hit is None:
+                break
+            parent, block = hit
+            out.append(block)
+        return out
+
+    def insert(self, tokens: list[int], blocks: list[int], written: int) -> None:
+        """Remember blocks[b] as holding tokens' block b, for every block whose K/V are all written (the
+        first `written` tokens). A block whose tokens are cached already (in another block, e.g. a
+        sample's shared prompt block) is not added twice."""
+        bs, parent = self.block_size, 0
+        for b in range(min(written // bs, len(blocks))):
+            key = (parent, tuple(tokens[b * bs : (b + 1) * bs]))
+            hit = self._entries.get(key)
+            if hit is None:
+                self.forget(blocks[b])  # its old key (under an evicted parent) no longer says what it holds
+                hit = (next(self._ids), blocks[b])
+                self._entries[key] = hit
+                self._key_of[blocks[b]] = key
+            parent = hit[0]
+
+    def forget(self, block: int) -> None:
+        key = self._key_of.pop(block, None)
+        if key is not None:
+            del self._entries[key]
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._key_of.clear()
+
+
 class BlockAllocator:
     """Block ids 0..num_blocks-1 with reference counts: a block shared by the n samples of one prompt has
-    refcount n and returns to the free list when its last user releases it."""
+    refcount n and is free again when its last user releases it. With a `PrefixCache`, a free block that
+    the cache knows keeps its K/V until it is needed (least recently freed first): `num_free` counts it,
+    `share` takes it back."""
 
-    def __init__(self, num_blocks: int) -> None:
+    def __init__(self, num_blocks: int, cache: PrefixCache | None = None) -> None:
         if num_blocks < 1:
             raise ValueError(f"the KV cache needs at least one block, got {num_blocks}")
         self.num_blocks = num_blocks
+        self.cache = cache
         self.refcount = [0] * num_blocks
         self._free: deque[int] = deque(range(num_blocks))
+        self._cached_free: OrderedDict[int, None] = OrderedDict()  # free, K/V kept: oldest first
 
     @property
     def num_free(self) -> int:
-        return len(self._free)
+        return len(self._free) + len(self._cached_free)
 
     def allocate(self) -> int:
-        if not self._free:
+        if self._free:
+            block = self._free.popleft()
+        elif self._cached_free:
+            block, _ = self._cached_free.popitem(last=False)
+            assert self.cache is not None
+            self.cache.forget(block)
+        else:
             raise RuntimeError("KV cache: no free block (the scheduler should have preempted)")
-        block = self._free.popleft()
         self.refcount[block] = 1
         return block
 
     def share(self, block: int) -> int:
-        assert self.refcount[block] > 0, f"block {block} is not allocated"
+        if self.refcount[block] == 0:  # a cached block nobody holds: in use again
+            assert block in self._cached_free, f"block {block} is not allocated"
+            del self._cached_free[block]
         self.refcount[block] += 1
         return block
 
@@ -47,7 +115,17 @@ class BlockAllocator:
             assert self.refcount[block] > 0, f"block {block} released twice"
             self.refcount[block] -= 1
             if self.refcount[block] == 0:
-                self._free.append(block)
+                if self.cache is not None and block in self.cache:
+                    self._cached_free[block] = None
+                else:
+                    self._free.append(block)
+
+    def drop_cache(self) -> None:
+        """Forget every cached block (the weights changed: their K/V are stale)."""
+        if self.cache is not None:
+            self.cache.clear()
+        self._free.extend(self._cached_free)
+        self._cached_free.clear()
 
 
 class KVCache:
@@ -94,4 +172,4 @@ class KVCache:
         )
 
 
-__all__ = ["BlockAllocator", "KVCache"]
+__all__ = ["BlockAllocator", "KVCache", "PrefixCache"]

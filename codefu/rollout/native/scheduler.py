@@ -50,6 +50,7 @@ class Cohort:
     """Waiting sequences with identical tokens so far: prefilled once, blocks shared."""
 
     seqs: list[Sequence]
+    cached: int = 0  # leading prefix tokens whose K/V the prefix cache had (set on admission)
 
     @property
     def prefix(self) -> list[int]:
@@ -111,6 +112,8 @@ class Scheduler:
             return
         if seq.block_table:  # running (a running sequence always holds a block)
             self.running.remove(seq)
+            if self.allocator.cache is not None:  # K/V are written up to its last token (not yet run)
+                self.allocator.cache.insert(seq.all_tokens(), seq.block_table, seq.num_tokens - 1)
             self.allocator.release(seq.block_table)
             seq.block_table = []
         else:
@@ -124,8 +127,11 @@ class Scheduler:
         while self.waiting:
             cohort = self.waiting[0]
             length = cohort.length
+            cache = self.allocator.cache
+            # at least the last token runs: its logits sample the first new token
+            hits = cache.match(cohort.prefix, (length - 1) // self.block_size) if cache is not None else []
             room = self.max_num_seqs - len(self.running)
-            new_width = max(width, length)
+            new_width = max(width, length - len(hits) * self.block_size)
             if room <= 0 or (len(cohorts) + 1) * new_width > self.max_prefill_tokens:
                 break
             full, partial = divmod(length, self.block_size)
@@ -141,7 +147,7 @@ class Scheduler:
                 cohort.seqs = cohort.seqs[k:]
             else:
                 admitted = self.waiting.popleft()
-            copies += self._allocate_prefix(admitted, full, partial)
+            copies += self._allocate_prefix(admitted, full, partial, hits)
             cohorts.append(admitted)
             self.running.extend(admitted.seqs)
             width = new_width
@@ -149,11 +155,16 @@ class Scheduler:
                 break  # no room for more now
         return PrefillStep(cohorts, copies) if cohorts else None
 
-    def _allocate_prefix(self, cohort: Cohort, full: int, partial: int) -> list[tuple[int, int]]:
-        """Blocks for a cohort's prefix: the first sequence owns them, the others share the full ones and
-        get their own copy of the partial last one (copied after the prefill writes it)."""
+    def _allocate_prefix(
+        self, cohort: Cohort, full: int, partial: int, hits: list[int]
+    ) -> list[tuple[int, int]]:
+        """Blocks for a cohort's prefix: the first sequence owns them (the prefix cache's `hits` first,
+        taken before any allocation could evict them), the others share the full ones and get their own
+        copy of the partial last one (copied after the prefill writes it)."""
         first, *others = cohort.seqs
-        first.block_table = [self.allocator.allocate() for _ in range(full + (partial > 0))]
+        first.block_table = [self.allocator.share(b) for b in hits]
+        first.block_table += [self.allocator.allocate() for _ in range(full + (partial > 0) - len(hits))]
+        cohort.cached = len(hits) * self.block_size
         copies = []
         for seq in others:
             seq.block_table = [self.allocator.share(b) for b in first.block_table[:full]]
@@ -183,6 +194,8 @@ class Scheduler:
 
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
+        if self.allocator.cache is not None:  # its readmission finds what it had computed
+            self.allocator.cache.insert(seq.all_tokens(), seq.block_table, seq.num_tokens - 1)
         self.allocator.release(seq.block_table)
         seq.block_table = []
         self.waiting.appendleft(Cohort([seq]))
