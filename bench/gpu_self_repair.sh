@@ -15,14 +15,16 @@ shift $(($# < 3 ? $# : 3))
 mkdir -p "$run_dir"
 cat >"$run_dir/job.sh" <<JOB
 set -x
-common="--config configs/gpu-smollm2.yaml trainer.model=$gguf judge.sandbox.kind=none loop.val_every=0 \\
-  loop.save_every=0 loop.keep_final_state=false $*"
+overrides="trainer.model=$gguf judge.sandbox.kind=none loop.val_every=0 loop.save_every=0 \\
+  loop.keep_final_state=false $*"
 heldout="--dataset starter --split-file codefu/data/starter/split.json --split heldout --n 16 --k 1,2 \\
   --max-new-tokens 160 --temperature 0.6 --engine native --device cuda --dtype bfloat16 --batch-size 320 \\
   --sandbox none --turns 2"
 python3 -m codefu eval --model $gguf \$heldout --out $run_dir/base-turns2.json || exit
-python3 -m codefu train \$common --run-dir $run_dir/one-turn loop.steps=3 || exit
-python3 -m codefu train \$common --run-dir $run_dir/two-turn loop.steps=$steps rollout.turns=2 || exit
+python3 -m codefu train --config configs/gpu-smollm2.yaml --run-dir $run_dir/one-turn \$overrides loop.steps=3 \\
+  || exit
+python3 -m codefu train --config configs/gpu-smollm2.yaml --run-dir $run_dir/two-turn \$overrides \\
+  loop.steps=$steps rollout.turns=2 || exit
 python3 -m codefu eval --model $run_dir/two-turn/model \$heldout --baseline $run_dir/base-turns2.json \\
   --out $run_dir/trained-turns2.json
 JOB
