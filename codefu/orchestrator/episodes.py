@@ -1,11 +1,12 @@
 """Self-repair episodes: the model writes a program, sees the judge's feedback on the PUBLIC tests, and
 writes a new one, for up to `rollout.turns` turns or until the public tests pass.
 
-Turns run in lock-step over a batch: turn 1 is today's sampling (n samples of each prompt, one
-`generate` call); the programs are run on the public tests (`Scorer.check_public`, which hands the judge a
-copy of the problem holding nothing else); each failing episode gets a feedback user turn and, while its
-token budget allows, one more sample (n=1) with the conversation so far as its prompt, all such
-continuations in one `generate` call per turn. With turns = 1 nothing but that first call runs.
+Turns run in lock-step over a batch: turn 1 is today's sampling (n samples of each prompt, one call of a
+`Turn`); the programs are run on the public tests (`Scorer.check_public`, which hands the judge a copy of
+the problem holding nothing else; in the loop, as each completion finishes, while the rest decode); each
+failing episode gets a feedback user turn and, while its token budget allows, one more sample (n=1) with
+the conversation so far as its prompt, all such continuations in one call per turn. With turns = 1
+nothing but that first call runs.
 
 An episode becomes one `Completion` for the trainer (`Episode.completion`): its responses with the
 feedback turns between them, `loss_mask` 0 (and log-prob 0.0) on the feedback tokens, so only the model's
@@ -89,30 +90,54 @@ class Episode:
                           last.finish_reason, loss_mask=mask)
 
 
-def run_episodes(
-    problems: list[Problem],
-    prompts: list[list[int]],
-    sampling: SamplingParams,
-    plan: EpisodePlan,
+#: One turn: (prompts, sampling, owners) -> the completions in (prompt, sample) order and, when `owners` is
+#: given (another turn may follow), each program's public-test check (owners[c.prompt_index] is its
+#: problem). `turn_in_sequence` checks after generating; the loop's `judged_as_they_finish` while decoding.
+Turn = Callable[
+    [list[list[int]], SamplingParams, list[Problem] | None], tuple[list[Completion], list[Feedback] | None]
+]
+
+
+def turn_in_sequence(
     generate: Callable[[list[list[int]], SamplingParams], list[Completion]],
     check_public: Callable[[list[Problem], list[str]], list[Feedback]],
+) -> Turn:
+    """A `Turn` that generates, then checks the programs on their problems' public tests."""
+
+    def turn(
+        prompts: list[list[int]], sampling: SamplingParams, owners: list[Problem] | None
+    ) -> tuple[list[Completion], list[Feedback] | None]:
+        completions = generate(prompts, sampling)
+        if owners is None:
+            return completions, None
+        programs = [c.text for c in completions]
+        return completions, check_public([owners[c.prompt_index] for c in completions], programs)
+
+    return turn
+
+
+def run_episodes(
+    problems: list[Problem], prompts: list[list[int]], sampling: SamplingParams, plan: EpisodePlan, turn: Turn
 ) -> list[Episode]:
-    """`sampling.n` episodes of each prompt (prompts[i] is problems[i]'s), in the order `generate` returns
-    turn 1. A failing episode goes on while its next turn fits: the feedback turn plus a whole response
-    of `sampling.max_new_tokens` within `plan.max_episode_tokens`. An episode ends when its program passes
+    """`sampling.n` episodes of each prompt (prompts[i] is problems[i]'s), in (prompt, sample) order. A
+    failing episode goes on while its next turn fits: the feedback turn plus a whole response of
+    `sampling.max_new_tokens` within `plan.max_episode_tokens`. An episode ends when its program passes
     the public tests, when the judge could not run it (SANDBOX_ERROR: our failure, nothing to show), when
     the budget is spent, or after `plan.turns` turns."""
-    first = generate(prompts, sampling)
+    checked = plan.turns > 1
+    first, checks = turn(prompts, sampling, problems if checked else None)
     episodes = [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in first]
     going = episodes
-    for turn in range(2, plan.turns + 1):
-        checks = check_public([problems[e.prompt_index] for e in going], [e.final.text for e in going])
+    for t in range(2, plan.turns + 1):
+        assert checks is not None
         going = [e for e, fb in zip(going, checks, strict=True) if _goes_on(e, fb, plan, sampling)]
         if not going:
             break
-        later = replace(sampling, n=1, seed=None if sampling.seed is None else sampling.seed + 10_007 * turn)
+        later = replace(sampling, n=1, seed=None if sampling.seed is None else sampling.seed + 10_007 * t)
         conversations = [e.final.prompt_ids + e.final.token_ids + e.feedback_ids[-1] for e in going]
-        for c in generate(conversations, later):
+        owners = [problems[e.prompt_index] for e in going] if t < plan.turns else None
+        later_turn, checks = turn(conversations, later, owners)
+        for c in later_turn:
             going[c.prompt_index].responses.append(c)
     return episodes
 

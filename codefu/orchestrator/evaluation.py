@@ -17,7 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from codefu.observability.passk import bootstrap_mean_ci
-from codefu.orchestrator.episodes import EpisodePlan, run_episodes
+from codefu.orchestrator.episodes import EpisodePlan, run_episodes, turn_in_sequence
 from codefu.orchestrator.roles import Scorer
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem
@@ -61,11 +61,12 @@ def sample_and_score(
     per_call = prompts_per_call or max(1, len(problems))
     owners: list[Problem] = []
     episodes = []
+    turn = turn_in_sequence(generate, scorer.check_public)
     with tqdm(total=len(problems), unit="problem", desc=f"generate{label}", disable=None, leave=False) as bar:
         for start in range(0, len(problems), per_call):
             chunk = problems[start : start + per_call]
             prompts = [encode(p) for p in chunk]
-            for e in run_episodes(chunk, prompts, sampling, plan, generate, scorer.check_public):
+            for e in run_episodes(chunk, prompts, sampling, plan, turn):
                 owners.append(chunk[e.prompt_index])
                 episodes.append(e)
             bar.update(len(chunk))

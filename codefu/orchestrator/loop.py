@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 import torch
@@ -33,9 +33,16 @@ from codefu.observability.setup import open_sinks
 from codefu.observability.sinks import MetricsSink, MultiSink
 from codefu.orchestrator.batching import completions_to_batch, mixed_groups
 from codefu.orchestrator.config import AlgoConfig, RunConfig
-from codefu.orchestrator.episodes import Episode, EpisodePlan, episode_metrics, run_episodes
+from codefu.orchestrator.episodes import (
+    Episode,
+    EpisodePlan,
+    Turn,
+    episode_metrics,
+    run_episodes,
+    turn_in_sequence,
+)
 from codefu.orchestrator.evaluation import sample_and_score, turn_metrics
-from codefu.orchestrator.roles import Roles, Score, Scorer
+from codefu.orchestrator.roles import Feedback, Roles, Score, Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
 from codefu.rollout.types import Completion, SamplingParams
@@ -147,14 +154,20 @@ def sample_step(
             break
         sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
         prompts = [encode(p) for p in problems]
-        if plan.turns == 1 and cfg.loop.overlap_judge:
-            completions, scores = judged_as_they_finish(problems, prompts, sampling, roles, scorer, timer)
+        if plan.turns == 1 and cfg.loop.overlap_judge:  # the hidden tests while decoding
+            completions, scores = judged_as_they_finish(
+                problems, prompts, sampling, roles, scorer.score_stream, timer
+            )
             episodes = [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in completions]
         else:
-            generate = _timed(timer, "generate", roles.generate)
-            check = _timed(timer, "judge", scorer.check_public)  # self-repair: the public tests
+            if cfg.loop.overlap_judge:  # each turn's public tests while it decodes
+                turn = turn_judged_while_decoding(roles, scorer, timer)
+            else:
+                turn = turn_in_sequence(
+                    _timed(timer, "generate", roles.generate), _timed(timer, "judge", scorer.check_public)
+                )
             with roles.generating():  # one phase for every turn: memory moves once
-                episodes = run_episodes(problems, prompts, sampling, plan, generate, check)
+                episodes = run_episodes(problems, prompts, sampling, plan, turn)
             completions = [e.completion() for e in episodes]
             with timer.phase("judge"):  # the last program of each episode, on the hidden tests
                 owners = [problems[c.prompt_index] for c in completions]
@@ -178,18 +191,22 @@ def sample_step(
     return out
 
 
+Judged = TypeVar("Judged")
+
+
 def judged_as_they_finish(
-    problems: list[Problem],
+    owners: list[Problem],
     prompts: list[list[int]],
     sampling: SamplingParams,
     roles: Roles,
-    scorer: Scorer,
+    judge: Callable[[Iterable[tuple[Problem, str]]], list[Judged]],
     timer: StepTimer,
-) -> tuple[list[Completion], list[Score]]:
-    """One response per sample, each handed to the judge the moment the engine finishes it (continuous
+) -> tuple[list[Completion], list[Judged]]:
+    """`sampling.n` responses to each prompt (owners[i]'s problem is prompts[i]'s), each handed to `judge`
+    (a scorer's `score_stream` or `check_public_stream`) the moment the engine finishes it (continuous
     batching finishes them at different steps), so the judge works while the rest decode. Returns the
-    completions in (prompt, sample) order with their scores; times the phases generate (to the last
-    token) and judge_tail (what judging adds after it)."""
+    completions in (prompt, sample) order with what the judge made of each; times the phases generate (to
+    the last token) and judge_tail (what judging adds after it)."""
     arrived: list[Completion] = []
 
     def arrivals() -> Iterator[tuple[Problem, str]]:  # pulled on the judge's arrivals thread
@@ -198,15 +215,29 @@ def judged_as_they_finish(
             last_token = time.perf_counter()
             for c in batch:
                 arrived.append(c)
-                yield problems[c.prompt_index], c.text
+                yield owners[c.prompt_index], c.text
 
     with roles.generating():  # here, not on the arrivals thread: memory moves outside the timed phases
         start = last_token = time.perf_counter()
-        scores = scorer.score_stream(arrivals())
+        judged = judge(arrivals())
         timer.add("generate", last_token - start)
         timer.add("judge_tail", time.perf_counter() - last_token)
     order = sorted(range(len(arrived)), key=lambda k: (arrived[k].prompt_index, arrived[k].sample_index))
-    return [arrived[k] for k in order], [scores[k] for k in order]
+    return [arrived[k] for k in order], [judged[k] for k in order]
+
+
+def turn_judged_while_decoding(roles: Roles, scorer: Scorer, timer: StepTimer) -> Turn:
+    """A self-repair `Turn` whose public-test checks run as each completion finishes."""
+
+    def turn(
+        prompts: list[list[int]], sampling: SamplingParams, owners: list[Problem] | None
+    ) -> tuple[list[Completion], list[Feedback] | None]:
+        if owners is None:  # the last turn: nothing to check
+            with timer.phase("generate"):
+                return roles.generate(prompts, sampling), None
+        return judged_as_they_finish(owners, prompts, sampling, roles, scorer.check_public_stream, timer)
+
+    return turn
 
 
 def update_step(

@@ -69,6 +69,11 @@ class Scorer(Protocol):
         """Each response run on its problem's public tests only (self-repair's feedback)."""
         ...
 
+    def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
+        """`check_public` of (problem, response) pairs in the order they come; `items` may wait for each
+        (as for `score_stream`)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -121,11 +126,21 @@ class JudgeScorer:
         ]
 
     def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
+        return self.check_public_stream(list(zip(problems, responses, strict=True)))
+
+    def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
         """The judge runs each program on a copy of its problem holding the public tests alone
-        (`public_only`): the feedback can only ever show those."""
+        (`public_only`): the feedback can only ever show those. Each goes to the judge as it comes."""
         copies: dict[int, Problem] = {}  # one copy per problem: judge_identical_once tells them apart by id
-        owners = [copies.setdefault(id(p), public_only(p)) for p in problems]
-        verdicts = dict(self.judge.judge_many(zip(owners, responses, strict=True)))
+        owners: list[Problem] = []  # in arrival order (appended on the judge's arrivals thread)
+
+        def public_copies() -> Iterator[tuple[Problem, str]]:
+            for problem, response in items:
+                owners.append(copies.setdefault(id(problem), public_only(problem)))
+                yield owners[-1], response
+
+        lazy = not isinstance(items, Sequence)
+        verdicts = dict(self.judge.judge_many(public_copies() if lazy else list(public_copies())))
         config = self.judge.config if isinstance(self.judge, Judge) else self.judge.judge_config
         # the tests the judge ran, in its order (a cut by judge.max_tests too); every reward's selection
         # is the same here, the copy holding private tests only

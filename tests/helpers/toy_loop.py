@@ -45,6 +45,10 @@ class CharScorer:
             out.append(Feedback(ok, "ACCEPTED" if ok else "WRONG_ANSWER", test=test, example=1, examples=1))
         return out
 
+    def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
+        pairs = list(items)
+        return self.check_public([p for p, _ in pairs], [text for _, text in pairs])
+
     def close(self) -> None:
         pass
 
@@ -72,6 +76,10 @@ class SecretCharScorer:
             shown = p.extra["target"] if self.reveal else self.rng.choice(SECRETS)
             out.append(Feedback(False, "WRONG_ANSWER", test=TestCase("", shown * 32), example=1, examples=1))
         return out
+
+    def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
+        pairs = list(items)
+        return self.check_public([p for p, _ in pairs], [text for _, text in pairs])
 
     def close(self) -> None:
         pass

@@ -26,6 +26,7 @@ from codefu.orchestrator.episodes import (
     episode_metrics,
     feedback_message,
     run_episodes,
+    turn_in_sequence,
 )
 from codefu.orchestrator.evaluation import EpisodeResult, first_public_pick, turn_report
 from codefu.orchestrator.roles import Feedback, JudgeScorer, Score
@@ -145,7 +146,7 @@ PROMPTS = [[100, 1], [200, 1]]
 def test_one_turn_is_one_generate_call_and_no_public_check():
     fakes = Fakes({100: 1})
     sampling = SamplingParams(n=2, seed=5, max_new_tokens=3)
-    episodes = run_episodes(PROBLEMS, PROMPTS, sampling, EpisodePlan(), fakes.generate, fakes.check_public)
+    episodes = run_episodes(PROBLEMS, PROMPTS, sampling, EpisodePlan(), turn_in_sequence(fakes.generate, fakes.check_public))
     assert fakes.calls == [(PROMPTS, sampling)] and fakes.checked == []
     assert [e.turns for e in episodes] == [1, 1, 1, 1] and all(not e.checks for e in episodes)
 
@@ -154,7 +155,7 @@ def test_failing_episodes_get_feedback_and_one_more_sample_each():
     fakes = Fakes({100: 1, 200: 2})  # problem a passes its examples at once, b at the second turn
     sampling = SamplingParams(n=2, seed=5, max_new_tokens=3)
     plan = EpisodePlan(turns=3, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS, PROMPTS, sampling, plan, fakes.generate, fakes.check_public)
+    episodes = run_episodes(PROBLEMS, PROMPTS, sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public))
     assert [(e.prompt_index, e.sample_index, e.turns) for e in episodes] == [(0, 0, 1), (0, 1, 1), (1, 0, 2), (1, 1, 2)]
     assert len(fakes.calls) == 2  # b passed at turn 2: no third turn, and its turn-2 program is not re-checked
     prompts, later = fakes.calls[1]
@@ -174,14 +175,14 @@ def test_turns_stop_at_the_limit_and_at_the_token_budget():
     fakes = Fakes({})  # never passes
     sampling = SamplingParams(n=1, max_new_tokens=3)
     plan = EpisodePlan(turns=3, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], sampling, plan, fakes.generate, fakes.check_public)
+    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public))
     assert episodes[0].turns == 3 and len(episodes[0].checks) == 2  # the last turn is judged on hidden tests only
     # a budget that holds turn 1, its feedback and one more response, not a third
     feedback = len(episodes[0].feedback_ids[0])
     budget = 3 + feedback + 3 + feedback + 2
     fakes = Fakes({})
     plan = EpisodePlan(turns=3, max_episode_tokens=budget, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], sampling, plan, fakes.generate, fakes.check_public)
+    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public))
     e = episodes[0]
     assert e.turns == 2 and len(e.checks) == 2 and e.tokens <= budget
     assert len(e.feedback_ids) == 1  # no feedback turn without a response after it
@@ -190,8 +191,10 @@ def test_turns_stop_at_the_limit_and_at_the_token_budget():
 def test_our_own_failure_ends_an_episode_without_feedback():
     fakes = Fakes({})
     plan = EpisodePlan(turns=2, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], SamplingParams(n=1), plan, fakes.generate,
-                            lambda problems, responses: [Feedback(False, "SANDBOX_ERROR")] * len(responses))
+    failure = turn_in_sequence(
+        fakes.generate, lambda problems, responses: [Feedback(False, "SANDBOX_ERROR")] * len(responses)
+    )
+    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], SamplingParams(n=1), plan, failure)
     assert episodes[0].turns == 1 and not episodes[0].feedback_ids and len(fakes.calls) == 1
 
 
@@ -291,9 +294,8 @@ def test_hidden_tests_never_reach_the_feedback():
     assert feedback[2].passed
     plan = EpisodePlan(turns=2, follow_up=follow_up)
     fakes = Fakes({})
-    episodes = run_episodes([passing], [[1]], SamplingParams(n=1), plan, fakes.generate,
-                            lambda problems, responses: JudgeScorer(RecordingJudge(), "codefu").check_public(
-                                problems, responses))
+    turn = turn_in_sequence(fakes.generate, JudgeScorer(RecordingJudge(), "codefu").check_public)
+    episodes = run_episodes([passing], [[1]], SamplingParams(n=1), plan, turn)
     assert episodes[0].turns == 1 and len(fakes.calls) == 1
 
 

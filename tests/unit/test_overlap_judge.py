@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
+from codefu.judge.judge import JudgeConfig
 from codefu.observability.metrics import StepTimer
-from codefu.orchestrator.loop import judged_as_they_finish
+from codefu.orchestrator.loop import judged_as_they_finish, turn_judged_while_decoding
 from codefu.orchestrator.roles import JudgeScorer
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem, Status, TestResult, Verdict
@@ -51,6 +52,7 @@ class PassIfSaysOk:
 
     def __init__(self, roles: StreamingRoles):
         self.roles, self.seen = roles, []
+        self.judge_config = JudgeConfig()
 
     def judge_many(self, items):
         for i, (problem, response) in enumerate(items):
@@ -67,7 +69,7 @@ def test_scores_follow_their_completions_back_into_order():
     judge = PassIfSaysOk(roles)
     timer = StepTimer()
     completions, scores = judged_as_they_finish(
-        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), roles, JudgeScorer(judge, "binary"), timer
+        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), roles, JudgeScorer(judge, "binary").score_stream, timer
     )
     assert [(c.prompt_index, c.sample_index) for c in completions] == [(p, s) for p in range(2) for s in range(3)]
     assert [s.passed for s in scores] == [c.text == "ok" for c in completions] == [
@@ -80,4 +82,19 @@ def test_an_engine_error_mid_stream_is_raised_not_hidden():
     roles = StreamingRoles([[completion(0, 0, "ok")]], error=RuntimeError("CUDA error: out of memory"))
     with pytest.raises(RuntimeError, match="out of memory"):
         judged_as_they_finish(PROBLEMS[:1], [[1, 2]], SamplingParams(n=1), roles,
-                              JudgeScorer(PassIfSaysOk(roles), "binary"), StepTimer())
+                              JudgeScorer(PassIfSaysOk(roles), "binary").score_stream, StepTimer())
+
+
+def test_a_self_repair_turn_checks_the_public_tests_while_decoding():
+    """The loop's self-repair Turn: each program goes to the public-test check as it finishes; the checks
+    come back aligned with the completions."""
+    batches = [[completion(1, 0, "no")], [completion(0, 0, "ok")]]
+    roles = StreamingRoles(batches)
+    judge = PassIfSaysOk(roles)
+    timer = StepTimer()
+    turn = turn_judged_while_decoding(roles, JudgeScorer(judge, "binary"), timer)
+    completions, checks = turn([[1, 2], [1, 2]], SamplingParams(n=1), PROBLEMS)
+    assert [(c.prompt_index, c.text) for c in completions] == [(0, "ok"), (1, "no")]
+    assert [fb.passed for fb in checks] == [True, False]
+    assert [name for name, _ in judge.seen] == ["p1", "p0"]
+    assert set(timer.seconds) == {"generate", "judge_tail"}
