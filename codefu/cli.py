@@ -42,8 +42,20 @@ def cli_flags() -> list[str]:
     return out
 
 
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; `key=value` overrides may come before and after options (`codefu train --config
+    C a=1 --run-dir D b=2`: argparse alone takes positionals in one run only), later ones winning."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extra):
+        args.overrides = [*args.overrides, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         return int(args.run(args) or 0)
     except CodefuError as e:

@@ -159,3 +159,15 @@ def test_algorithm_choices_are_checked_when_the_config_loads(overrides, message)
 
     with pytest.raises(CodefuError, match=re.escape(message)):
         load_config(RunConfig, None, overrides)
+
+
+def test_overrides_may_come_before_and_after_options():
+    from codefu.cli import parse
+
+    args = parse(["train", "--config", "configs/cpu.yaml", "loop.steps=3", "--run-dir", "/tmp/r", "loop.seed=1",
+                  "loop.steps=4"])
+    assert args.run_dir == "/tmp/r" and args.overrides == ["loop.steps=3", "loop.seed=1", "loop.steps=4"]
+    with pytest.raises(SystemExit):  # anything else unknown is still an error
+        parse(["train", "--config", "configs/cpu.yaml", "--run-dir", "/tmp/r", "--no-such-flag"])
+    with pytest.raises(SystemExit):  # a command without overrides takes none
+        parse(["report", "/tmp/r", "loop.steps=3"])
