@@ -151,6 +151,9 @@ class RealPrograms:
     def check_public(self, problems: list[Problem], responses: list[str]):
         return self.scorer.check_public(problems, responses)
 
+    def check_public_stream(self, items: Iterable[tuple[Problem, str]]):
+        return self.scorer.check_public_stream(items)
+
     def close(self) -> None:
         self.scorer.close()
 

@@ -92,7 +92,8 @@ class Episode:
 
 #: One turn: (prompts, sampling, owners) -> the completions in (prompt, sample) order and, when `owners` is
 #: given (another turn may follow), each program's public-test check (owners[c.prompt_index] is its
-#: problem). `turn_in_sequence` checks after generating; the loop's `judged_as_they_finish` while decoding.
+#: problem). `turn_in_sequence` checks after generating; the loop's `turn_judged_while_decoding` while the
+#: turn decodes.
 Turn = Callable[
     [list[list[int]], SamplingParams, list[Problem] | None], tuple[list[Completion], list[Feedback] | None]
 ]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any, Protocol, runtime_checkable
 
@@ -79,6 +80,11 @@ class EngineConfig(EngineSettings):
         for this model."""
         knobs = {f.name: getattr(settings, f.name) for f in fields(EngineSettings)}
         return cls(**knobs, model=model, gguf_file=gguf_file)
+
+
+def in_prompt_order(batches: Iterable[list[Completion]]) -> list[Completion]:
+    """The completions of a `generate_stream` as `generate` returns them: by prompt, then sample."""
+    return sorted((c for batch in batches for c in batch), key=lambda c: (c.prompt_index, c.sample_index))
 
 
 def eos_ids(generation_config: Any, hf_config: Any, tokenizer: Any) -> set[int]:

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from codefu.rollout.engine import EngineConfig, eos_ids, load_for_engine
+from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
 from codefu.rollout.sampling import make_generator, sample_step
 from codefu.rollout.types import Completion, SamplingParams
 
@@ -104,8 +104,7 @@ class TransformersEngine:
     # ---- the interface --------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
-        finished = [c for batch in self.generate_stream(prompts, sampling) for c in batch]
-        return sorted(finished, key=lambda c: (c.prompt_index, c.sample_index))
+        return in_prompt_order(self.generate_stream(prompts, sampling))
 
     def generate_stream(
         self, prompts: list[list[int]], sampling: SamplingParams

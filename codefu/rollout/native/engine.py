@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from codefu.models import DTYPE_BY_NAME
-from codefu.rollout.engine import EngineConfig, eos_ids, load_for_engine
+from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs
 from codefu.rollout.native.host_tables import HostBlockTables
@@ -268,8 +268,7 @@ class NativeEngine:
     # ---- the interface --------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
-        finished = [c for batch in self.generate_stream(prompts, sampling) for c in batch]
-        return sorted(finished, key=lambda c: (c.prompt_index, c.sample_index))
+        return in_prompt_order(self.generate_stream(prompts, sampling))
 
     def generate_stream(
         self, prompts: list[list[int]], sampling: SamplingParams
@@ -286,12 +285,14 @@ class NativeEngine:
                 )
         self.resume_memory()
         self.start(prompts, sampling)
-        unreported = list(self._seqs)
+        finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
         while not self.done:
             self.step()
-            done = [s for s in unreported if _complete(s)]
+            finishing += self.scheduler.finished
+            self.scheduler.finished.clear()
+            done = [s for s in finishing if _complete(s)]
             if done:
-                unreported = [s for s in unreported if not _complete(s)]
+                finishing = [s for s in finishing if not _complete(s)]
                 yield [self._completion(s) for s in done]
 
     def _completion(self, s: Sequence) -> Completion:
@@ -414,13 +415,14 @@ class NativeEngine:
         bs = self.block_size
         for row, cohort in enumerate(work.cohorts):
             prefix, table, start = cohort.prefix, cohort.seqs[0].block_table, cohort.cached
+            row_slots = [table[p // bs] * bs + p % bs for p in range(len(prefix))]
             ids += prefix[start:]
             positions += range(start, len(prefix))
-            slots += [table[p // bs] * bs + p % bs for p in range(start, len(prefix))]
+            slots += row_slots[start:]
             pad_index += range(row * width, row * width + len(prefix) - start)
             last.append(len(ids) - 1)
             if after_cached:
-                key_slots += [table[p // bs] * bs + p % bs for p in range(len(prefix))]
+                key_slots += row_slots
                 key_pad_index += range(row * key_len, row * key_len + len(prefix))
         # a preempted sequence waits at least one step, by which time its token in flight was taken in
         assert PENDING not in ids, "a prefill with a token still in flight"

@@ -83,6 +83,7 @@ class Scheduler:
         self.max_prefill_tokens = max_prefill_tokens
         self.waiting: deque[Cohort] = deque()
         self.running: list[Sequence] = []  # admission order: the last is the youngest
+        self.finished: list[Sequence] = []  # finished since the engine last took them (in finish order)
         self.num_preemptions = 0
 
     def add(self, cohort: Cohort) -> None:
@@ -110,12 +111,10 @@ class Scheduler:
         seq.finish_reason = reason
         if already:
             return
+        self.finished.append(seq)
         if seq.block_table:  # running (a running sequence always holds a block)
             self.running.remove(seq)
-            if self.allocator.cache is not None:  # K/V are written up to its last token (not yet run)
-                self.allocator.cache.insert(seq.all_tokens(), seq.block_table, seq.num_tokens - 1)
-            self.allocator.release(seq.block_table)
-            seq.block_table = []
+            self._release(seq)
         else:
             self.waiting = deque(g for g in self.waiting if g.seqs != [seq])
 
@@ -127,12 +126,14 @@ class Scheduler:
         while self.waiting:
             cohort = self.waiting[0]
             length = cohort.length
+            room = self.max_num_seqs - len(self.running)
+            if room <= 0:
+                break
             cache = self.allocator.cache
             # at least the last token runs: its logits sample the first new token
             hits = cache.match(cohort.prefix, (length - 1) // self.block_size) if cache is not None else []
-            room = self.max_num_seqs - len(self.running)
             new_width = max(width, length - len(hits) * self.block_size)
-            if room <= 0 or (len(cohorts) + 1) * new_width > self.max_prefill_tokens:
+            if (len(cohorts) + 1) * new_width > self.max_prefill_tokens:
                 break
             full, partial = divmod(length, self.block_size)
             per_seq = (1 if partial else 0) + 1  # its copy of the partial block + one block of headroom
@@ -194,12 +195,17 @@ class Scheduler:
 
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
-        if self.allocator.cache is not None:  # its readmission finds what it had computed
+        self._release(seq)  # its readmission finds in the prefix cache what it had computed
+        self.waiting.appendleft(Cohort([seq]))
+        self.num_preemptions += 1
+
+    def _release(self, seq: Sequence) -> None:
+        """A sequence leaves the batch: its blocks go back, the full ones whose K/V are all written (every
+        token but its last, not yet run) remembered by the prefix cache."""
+        if self.allocator.cache is not None:
             self.allocator.cache.insert(seq.all_tokens(), seq.block_table, seq.num_tokens - 1)
         self.allocator.release(seq.block_table)
         seq.block_table = []
-        self.waiting.appendleft(Cohort([seq]))
-        self.num_preemptions += 1
 
 
 __all__ = ["DecodeStep", "Cohort", "PrefillStep", "Scheduler", "Sequence"]
