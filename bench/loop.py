@@ -154,6 +154,9 @@ class RealPrograms:
     def check_public_stream(self, items: Iterable[tuple[Problem, str]]):
         return self.scorer.check_public_stream(items)
 
+    def check_public_each(self, items: Iterable[tuple[Problem, str]]):
+        return self.scorer.check_public_each(items)
+
     def close(self) -> None:
         self.scorer.close()
 

@@ -15,9 +15,11 @@ own tokens are trained; its text is the last program, the one judged on the hidd
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from codefu.orchestrator.config import RolloutConfig
 from codefu.orchestrator.roles import Feedback, Score
@@ -141,6 +143,101 @@ def run_episodes(
         for c in later_turn:
             going[c.prompt_index].responses.append(c)
     return episodes
+
+
+class Conversations(Protocol):
+    """Generation that takes follow-ups while it runs (roles.Conversations on Ray's rollout workers,
+    codefu.rollout.follow_ups.LocalConversations on one engine): iterating gives the completions of the
+    prompts it was opened with, then of each follow-up, in batches as they finish, until `close`."""
+
+    def __iter__(self) -> Iterator[list[Completion]]: ...
+
+    def follow_up(self, index: int, prompt: list[int], after: int) -> None:
+        """Generate one sample of `prompt` as prompt_index `index`, the turn after prompt `after`'s."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def run_episodes_async(
+    problems: list[Problem],
+    sampling: SamplingParams,
+    plan: EpisodePlan,
+    conversations: Conversations,
+    check_each: Callable[[Iterable[tuple[Problem, str]]], Iterator[tuple[int, Feedback]]],
+) -> list[Episode]:
+    """`run_episodes` without the lock-step: each program goes to `check_each` (a scorer's
+    `check_public_each`) as soon as it is written, and each failing episode's next turn goes into the
+    running generation (`conversations`, opened on the prompts of `problems` with `sampling`) as soon as
+    its check is back, while other episodes still decode. The same episodes, ended by the same rules;
+    the draws differ (a turn is sampled in whatever batch it joins). Later turns are prompt indices
+    len(problems), len(problems) + 1, ... in the order they were put."""
+    n = sampling.n
+    episodes: list[Episode | None] = [None] * (len(problems) * n)
+    later: dict[int, Episode] = {}  # a later turn's prompt index -> its episode
+    checking: list[Episode] = []  # the checker's input, in its order (appended on its input thread)
+    to_check: queue.Queue[Episode | None] = queue.Queue()
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def check_input() -> Iterator[tuple[Problem, str]]:
+        while (e := to_check.get()) is not None:
+            checking.append(e)
+            yield problems[e.prompt_index], e.final.text
+
+    pumps = [
+        _pump(iter(conversations), "written", events),
+        _pump(check_each(check_input()), "checked", events),
+    ]
+    going, next_index = len(episodes), len(problems)
+    try:
+        while going:
+            kind, payload = events.get()
+            if kind == "error":
+                raise payload
+            if kind == "written":
+                for c in payload:
+                    if c.prompt_index < len(problems):
+                        e = episodes[c.prompt_index * n + c.sample_index] = Episode(
+                            c.prompt_index, c.sample_index, c.prompt_ids, [c]
+                        )
+                    else:
+                        e = later.pop(c.prompt_index)
+                        e.responses.append(c)
+                    if e.turns < plan.turns:
+                        to_check.put(e)
+                    else:
+                        going -= 1
+            elif kind == "checked":
+                e = checking[payload[0]]
+                if _goes_on(e, payload[1], plan, sampling):
+                    later[next_index] = e
+                    conversation = e.final.prompt_ids + e.final.token_ids + e.feedback_ids[-1]
+                    conversations.follow_up(next_index, conversation, after=e.final.prompt_index)
+                    next_index += 1
+                else:
+                    going -= 1
+    finally:
+        to_check.put(None)
+        conversations.close()
+    for pump in pumps:
+        pump.join()
+    assert all(e is not None for e in episodes), "an episode never had its first turn"
+    return episodes  # type: ignore[return-value]
+
+
+def _pump(items: Iterable[Any], kind: str, events: queue.Queue[tuple[str, Any]]) -> threading.Thread:
+    """A thread putting each of `items` on `events` as (kind, item); an error as ("error", it)."""
+
+    def pump() -> None:
+        try:
+            for item in items:
+                events.put((kind, item))
+        except BaseException as e:  # noqa: BLE001 - raised by run_episodes_async's loop
+            events.put(("error", e))
+
+    thread = threading.Thread(target=pump, name=f"codefu-episodes-{kind}", daemon=True)
+    thread.start()
+    return thread
 
 
 def _goes_on(e: Episode, fb: Feedback, plan: EpisodePlan, sampling: SamplingParams) -> bool:

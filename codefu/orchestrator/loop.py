@@ -39,6 +39,7 @@ from codefu.orchestrator.episodes import (
     Turn,
     episode_metrics,
     run_episodes,
+    run_episodes_async,
     turn_in_sequence,
 )
 from codefu.orchestrator.evaluation import sample_and_score, turn_metrics
@@ -160,14 +161,17 @@ def sample_step(
             )
             episodes = [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in completions]
         else:
-            if cfg.loop.overlap_judge:  # each turn's public tests while it decodes
-                turn = turn_judged_while_decoding(roles, scorer, timer)
+            if cfg.rollout.async_turns:  # each turn checked and the next one started as they finish
+                episodes = episodes_as_they_finish(problems, prompts, sampling, plan, roles, scorer, timer)
             else:
-                turn = turn_in_sequence(
-                    _timed(timer, "generate", roles.generate), _timed(timer, "judge", scorer.check_public)
-                )
-            with roles.generating():  # one phase for every turn: memory moves once
-                episodes = run_episodes(problems, prompts, sampling, plan, turn)
+                if cfg.loop.overlap_judge:  # each turn's public tests while it decodes
+                    turn = turn_judged_while_decoding(roles, scorer, timer)
+                else:
+                    turn = turn_in_sequence(
+                        _timed(timer, "generate", roles.generate), _timed(timer, "judge", scorer.check_public)
+                    )
+                with roles.generating():  # one phase for every turn: memory moves once
+                    episodes = run_episodes(problems, prompts, sampling, plan, turn)
             completions = [e.completion() for e in episodes]
             with timer.phase("judge"):  # the last program of each episode, on the hidden tests
                 owners = [problems[c.prompt_index] for c in completions]
@@ -238,6 +242,27 @@ def turn_judged_while_decoding(roles: Roles, scorer: Scorer, timer: StepTimer) -
         return judged_as_they_finish(owners, prompts, sampling, roles, scorer.check_public_stream, timer)
 
     return turn
+
+
+def episodes_as_they_finish(
+    problems: list[Problem],
+    prompts: list[list[int]],
+    sampling: SamplingParams,
+    plan: EpisodePlan,
+    roles: Roles,
+    scorer: Scorer,
+    timer: StepTimer,
+) -> list[Episode]:
+    """Self-repair episodes without the lock-step (rollout.async_turns): times generate (to the last
+    token) and judge_tail (the public-test checks after it, which end the last episodes)."""
+    with roles.conversations(prompts, sampling) as conversations:
+        start = time.perf_counter()
+        episodes = run_episodes_async(problems, sampling, plan, conversations, scorer.check_public_each)
+        end = time.perf_counter()
+        last_token = max(conversations.last_batch_at, start)
+    timer.add("generate", last_token - start)
+    timer.add("judge_tail", end - last_token)
+    return episodes
 
 
 def update_step(

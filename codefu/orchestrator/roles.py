@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from codefu.orchestrator.layout import Layout, check_layout, make_layout
 from codefu.orchestrator.placement import in_bundle, release, rendezvous, reserve
 from codefu.rollout.actor import make_rollout_actor
 from codefu.rollout.engine import EngineConfig
+from codefu.rollout.follow_ups import FollowUp
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.actor import make_trainer_ranks
 from codefu.trainer.batch import Batch
@@ -72,6 +75,11 @@ class Scorer(Protocol):
     def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
         """`check_public` of (problem, response) pairs in the order they come; `items` may wait for each
         (as for `score_stream`)."""
+        ...
+
+    def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
+        """`check_public_stream`, each check given (with its item's position) as soon as it is done: the
+        next self-repair turn of that episode can start while the others are checked."""
         ...
 
     def close(self) -> None: ...
@@ -129,6 +137,10 @@ class JudgeScorer:
         return self.check_public_stream(list(zip(problems, responses, strict=True)))
 
     def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
+        checks = dict(self.check_public_each(items))
+        return [checks[i] for i in range(len(checks))]
+
+    def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
         """The judge runs each program on a copy of its problem holding the public tests alone
         (`public_only`): the feedback can only ever show those. Each goes to the judge as it comes."""
         copies: dict[int, Problem] = {}  # one copy per problem: judge_identical_once tells them apart by id
@@ -140,14 +152,11 @@ class JudgeScorer:
                 yield owners[-1], response
 
         lazy = not isinstance(items, Sequence)
-        verdicts = dict(self.judge.judge_many(public_copies() if lazy else list(public_copies())))
         config = self.judge.config if isinstance(self.judge, Judge) else self.judge.judge_config
-        # the tests the judge ran, in its order (a cut by judge.max_tests too); every reward's selection
-        # is the same here, the copy holding private tests only
-        return [
-            feedback_of(verdicts[i], select_tests(owner, "private", config.max_tests, config.seed))
-            for i, owner in enumerate(owners)
-        ]
+        for i, verdict in self.judge.judge_many(public_copies() if lazy else list(public_copies())):
+            # the tests the judge ran, in its order (a cut by judge.max_tests too); every reward's
+            # selection is the same here, the copy holding private tests only
+            yield i, feedback_of(verdict, select_tests(owners[i], "private", config.max_tests, config.seed))
 
     def close(self) -> None:
         self.judge.close()
@@ -199,22 +208,18 @@ class RolloutWorkers:
         """`generate`'s completions in batches as each worker finishes them (in no fixed order), from the
         workers' streaming generators."""
         work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(self.actors))) if run]
-        streams = {
-            self.actors[w].generate_stream.remote(
-                prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w))
-            ): run.start
-            for w, run in work
-        }
-        while streams:
-            ready, _ = ray.wait(list(streams), num_returns=1)
-            for stream in ready:
-                try:
-                    completions = ray.get(next(stream))
-                except StopIteration:
-                    del streams[stream]
-                    continue
-                offset = streams[stream]
-                yield [replace(c, prompt_index=c.prompt_index + offset) for c in completions]
+        yield from merged(
+            {
+                self.actors[w].generate_stream.remote(
+                    prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w))
+                ): run.start
+                for w, run in work
+            }
+        )
+
+    def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> Conversations:
+        """`generate_stream` that also takes follow-ups (self-repair turns) while it runs."""
+        return Conversations(self.actors, prompts, sampling)
 
     def load_weights(self, state: Any) -> None:
         """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once)."""
@@ -242,6 +247,63 @@ class RolloutWorkers:
             # prompt tokens whose K/V the prefix cache gave back (a self-repair turn's conversation so far)
             "rollout/prefix_cached_tokens": sum(s.get("cached_tokens", 0.0) for s in per_worker),
         }
+
+
+def merged(streams: dict[Any, int]) -> Iterator[list[Completion]]:
+    """The batches of Ray streaming generators (each with the offset of its prompt indices) as they come."""
+    streams = dict(streams)
+    while streams:
+        ready, _ = ray.wait(list(streams), num_returns=1)
+        for stream in ready:
+            try:
+                completions = ray.get(next(stream))
+            except StopIteration:
+                del streams[stream]
+                continue
+            yield [replace(c, prompt_index=c.prompt_index + streams[stream]) for c in completions]
+
+
+class Conversations:
+    """The workers' streams of `generate_stream` taking follow-ups: iterate for the completions (of the
+    prompts, then of the follow-ups) in batches as they finish; `follow_up` puts a next turn on the worker
+    that wrote the turn before it (its K/V are in that engine's prefix cache); `close` when no more will
+    come. Prompt indices count over all prompts; the caller numbers follow-ups after them."""
+
+    def __init__(self, actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams):
+        self.actors = actors
+        self.name = uuid.uuid4().hex  # the workers' inboxes of this stream
+        work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(actors))) if run]
+        self.offset = {w: run.start for w, run in work}
+        self.worker_of = {i: w for w, run in work for i in run}
+        self.streams = {
+            actors[w].generate_stream.remote(
+                prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w)),
+                self.name,
+            ): run.start
+            for w, run in work
+        }
+        self.calls: list[Any] = []  # the follow-up calls, whose errors `close` raises
+        self.closed = False
+        self.last_batch_at = 0.0  # time.perf_counter() when the last batch came
+
+    def __iter__(self) -> Iterator[list[Completion]]:
+        for batch in merged(self.streams):
+            self.last_batch_at = time.perf_counter()
+            yield batch
+
+    def follow_up(self, index: int, prompt: list[int], after: int) -> None:
+        """Prompt `index` (its completion's prompt_index) after the turn of prompt `after`, on its worker."""
+        w = self.worker_of[index] = self.worker_of[after]
+        local = FollowUp(index - self.offset[w], prompt)
+        self.calls.append(self.actors[w].follow_up.remote(self.name, [local]))
+
+    def close(self) -> None:
+        """No more follow-ups; raises the first error of a follow-up call."""
+        if self.closed:
+            return
+        self.closed = True
+        ends = [self.actors[w].end_follow_ups.remote(self.name) for w in self.offset]
+        ray.get(self.calls + ends)
 
 
 def needs_reference(cfg: RunConfig) -> bool:
@@ -353,6 +415,18 @@ class Roles:
         is open."""
         with self.generating():
             yield from self.rollout.generate_stream(prompts, sampling)
+            self.memory_metrics |= self.rollout.stats()
+
+    @contextlib.contextmanager
+    def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> Iterator[Conversations]:
+        """The rollout workers' `Conversations` (self-repair turns as they come), in a generation phase of
+        their own unless one is open; closed at the end."""
+        with self.generating():
+            conversations = self.rollout.conversations(prompts, sampling)
+            try:
+                yield conversations
+            finally:
+                conversations.close()
             self.memory_metrics |= self.rollout.stats()
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:

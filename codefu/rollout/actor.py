@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ from torch import Tensor
 
 from codefu.models.weights import SharedWeights
 from codefu.rollout.engine import EngineConfig, RolloutEngine
+from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.native import NativeEngine
 from codefu.rollout.types import Completion, SamplingParams
@@ -47,19 +49,56 @@ class RolloutWorker:
 
     def __init__(self, engine: EngineSpec) -> None:
         self.engine = build_engine(engine)
+        self._inboxes: dict[str, FollowUps] = {}  # the follow-ups of each stream that takes them
+        self._inboxes_lock = threading.Lock()
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         return self.engine.generate(prompts, sampling)
 
     def generate_stream(
-        self, prompts: list[list[int]], sampling: SamplingParams
+        self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: str | None = None
     ) -> Iterator[list[Completion]]:
-        """`generate`'s completions in batches as they finish (a Ray streaming generator from the actor)."""
-        stream = getattr(self.engine, "generate_stream", None)
-        if stream is None:
-            yield self.engine.generate(prompts, sampling)
+        """`generate`'s completions in batches as they finish (a Ray streaming generator from the actor).
+        With `follow_ups` (a name for this stream), prompts given to `follow_up` under that name while it
+        runs are generated too (see codefu.rollout.follow_ups), until `end_follow_ups`."""
+        stream = getattr(self.engine, "generate_stream", None) or self._in_one_batch
+        if follow_ups is None:
+            yield from stream(prompts, sampling)
             return
-        yield from stream(prompts, sampling)
+        try:
+            yield from stream(prompts, sampling, self._inbox(follow_ups))
+        finally:
+            with self._inboxes_lock:
+                self._inboxes.pop(follow_ups, None)
+
+    def _in_one_batch(
+        self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: FollowUps | None = None
+    ) -> Iterator[list[Completion]]:
+        """The stream of an engine that has only `generate`: one batch (then one per lot of follow-ups)."""
+
+        def once(prompts: list[list[int]], sampling: SamplingParams) -> Iterator[list[Completion]]:
+            yield self.engine.generate(prompts, sampling)
+
+        yield from once(prompts, sampling) if follow_ups is None else follow_ups_in_batches(
+            once, prompts, sampling, follow_ups
+        )
+
+    # on a thread of their own (the actor's "follow_ups" concurrency group), so they reach the inbox while
+    # generate_stream runs; one thread: they take effect in the order they were called
+    @ray.method(concurrency_group="follow_ups")
+    def follow_up(self, stream: str, follow_ups: list[FollowUp]) -> None:
+        """More prompts for the running `generate_stream(..., follow_ups=stream)`."""
+        self._inbox(stream).put(follow_ups)
+
+    @ray.method(concurrency_group="follow_ups")
+    def end_follow_ups(self, stream: str) -> None:
+        """No more follow-ups: that stream ends when what it has is done (also when it has not started:
+        a driver that gives up early must not leave it waiting)."""
+        self._inbox(stream).close()
+
+    def _inbox(self, stream: str) -> FollowUps:
+        with self._inboxes_lock:  # whichever side comes first makes it
+            return self._inboxes.setdefault(stream, FollowUps())
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
         self.engine.load_weights(state)
@@ -86,7 +125,7 @@ class RolloutWorker:
         return {"host": socket.gethostname(), "pid": os.getpid(), "engine": type(self.engine).__name__}
 
 
-RolloutActor = ray.remote(RolloutWorker)
+RolloutActor = ray.remote(concurrency_groups={"follow_ups": 1})(RolloutWorker)
 
 
 def make_rollout_actor(engine: EngineSpec, num_cpus: float = 1, num_gpus: float = 0, **options: Any) -> Any:

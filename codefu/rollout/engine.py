@@ -18,9 +18,11 @@ from codefu.rollout.types import Completion, SamplingParams
 class RolloutEngine(Protocol):
     """Samples responses from the current policy and takes new weights after each update.
 
-    An engine may also offer `generate_stream(prompts, sampling) -> Iterator[list[Completion]]`: the same
-    completions, in batches as they finish (both built-in engines do; `RolloutWorker.generate_stream`
-    falls back to one batch of `generate` for engines without it)."""
+    An engine may also offer `generate_stream(prompts, sampling, follow_ups=None) ->
+    Iterator[list[Completion]]`: the same completions, in batches as they finish, then (with a
+    `codefu.rollout.follow_ups.FollowUps` inbox) those of the prompts put there meanwhile, until it
+    closes. Both built-in engines do (the native one admits follow-ups into the running batch);
+    `RolloutWorker.generate_stream` falls back to `generate` for engines without it."""
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """`sampling.n` completions per prompt: len(result) == len(prompts) * sampling.n, ordered by prompt,

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
+from codefu.rollout.follow_ups import FollowUps, follow_ups_in_batches
 from codefu.rollout.sampling import make_generator, sample_step
 from codefu.rollout.types import Completion, SamplingParams
 
@@ -107,9 +108,13 @@ class TransformersEngine:
         return in_prompt_order(self.generate_stream(prompts, sampling))
 
     def generate_stream(
-        self, prompts: list[list[int]], sampling: SamplingParams
+        self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: FollowUps | None = None
     ) -> Iterator[list[Completion]]:
-        """The completions of `generate`, a batch (`batch_size` sequences) at a time as each is done."""
+        """The completions of `generate`, a batch (`batch_size` sequences) at a time as each is done; with
+        `follow_ups`, then the prompts put there, in batches of what came meanwhile, until it closes."""
+        if follow_ups is not None:
+            yield from follow_ups_in_batches(self.generate_stream, prompts, sampling, follow_ups)
+            return
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty")

@@ -5,7 +5,7 @@ and problems."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from codefu.data.difficulty import DifficultyConfig
@@ -46,8 +46,11 @@ class CharScorer:
         return out
 
     def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
-        pairs = list(items)
-        return self.check_public([p for p, _ in pairs], [text for _, text in pairs])
+        return [fb for _, fb in self.check_public_each(items)]
+
+    def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
+        for i, (p, text) in enumerate(items):
+            yield i, self.check_public([p], [text])[0]
 
     def close(self) -> None:
         pass
@@ -78,8 +81,11 @@ class SecretCharScorer:
         return out
 
     def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
-        pairs = list(items)
-        return self.check_public([p for p, _ in pairs], [text for _, text in pairs])
+        return [fb for _, fb in self.check_public_each(items)]
+
+    def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
+        for i, (p, text) in enumerate(items):
+            yield i, self.check_public([p], [text])[0]
 
     def close(self) -> None:
         pass

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import pytest
@@ -14,6 +17,7 @@ import torch
 from codefu.algo.loss import LossSettings, rl_loss
 from codefu.algo.shaping import turn_shaping
 from codefu.errors import CodefuError
+from codefu.judge.arrivals import Arrivals
 from codefu.judge.judge import JudgeConfig
 from codefu.judge.rewards import select_tests
 from codefu.models.tiny import tiny_tokenizer
@@ -26,10 +30,12 @@ from codefu.orchestrator.episodes import (
     episode_metrics,
     feedback_message,
     run_episodes,
+    run_episodes_async,
     turn_in_sequence,
 )
 from codefu.orchestrator.evaluation import EpisodeResult, first_public_pick, turn_report
 from codefu.orchestrator.roles import Feedback, JudgeScorer, Score
+from codefu.rollout.follow_ups import LocalConversations, follow_ups_in_batches
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt, follow_up_ids
 from codefu.rollout.types import Completion, SamplingParams
@@ -117,9 +123,9 @@ class Fakes:
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         self.calls.append((prompts, sampling))
-        turn = len(self.calls)
         out = []
         for i, p in enumerate(prompts):
+            turn = 1 + sum(50 < t < 60 for t in p) // 3  # the replies so far in the conversation
             for j in range(sampling.n):
                 ok = self.solve_at.get(p[0]) == turn
                 tokens = [50 + turn] * 3
@@ -133,6 +139,33 @@ class Fakes:
             Feedback(False, "WRONG_ANSWER", test=TestCase("1\n", "2\n"), example=1, examples=1, output=r)
             for r in responses
         ]
+
+    def generate_stream(self, prompts, sampling, follow_ups=None):
+        """`generate` as one batch, then each lot of follow-ups as one (what run_episodes_async drives)."""
+        def once(prompts, sampling):
+            yield self.generate(prompts, sampling)
+
+        yield from once(prompts, sampling) if follow_ups is None else follow_ups_in_batches(
+            once, prompts, sampling, follow_ups)
+
+    def check_public_each(self, items):
+        """Each check after a random pause, on a pool of threads, given as each is done (a judge's order)."""
+        rng = random.Random(0)
+
+        def check(problem, response):
+            time.sleep(rng.random() * 0.01)
+            return self.check_public([problem], [response])[0]
+
+        with ThreadPoolExecutor(4) as pool:
+            pending, arrived = {}, itertools.count()
+            arrivals = Arrivals(items)
+            while not arrivals.finished or pending:
+                for problem, response in arrivals.take():
+                    pending[pool.submit(check, problem, response)] = next(arrived)
+                done = [f for f in pending if f.done()]
+                for f in done:
+                    yield pending.pop(f), f.result()
+                arrivals.wait(0.002)
 
 
 def follow_up(text: str, reply: list[int]) -> list[int]:
@@ -305,6 +338,70 @@ def test_the_failing_example_is_found_when_judge_max_tests_cuts_the_public_tests
     fb = JudgeScorer(RecordingJudge(max_tests=3), "codefu").check_public([problem], ["x"])[0]
     # 3 of the 7 run (the largest input always among them): the failing one is found among those 3
     assert fb.test == TestCase("bad, the largest\n", "7\n") and (fb.example, fb.examples) == (3, 3)
+
+
+# ---- asynchronous turns -----------------------------------------------------------------------------
+
+
+def episode_summary(episodes):
+    return [
+        (e.prompt_index, e.sample_index, [r.text for r in e.responses], [c.status for c in e.checks],
+         e.feedback_ids, [r.prompt_ids for r in e.responses])
+        for e in episodes
+    ]
+
+
+@pytest.mark.parametrize(
+    "solve_at, turns, budget",
+    [({100: 1, 200: 2}, 3, None), ({}, 3, None), ({200: 3}, 4, None), ({}, 3, 3 + 2 + 3 + 2), ({100: 2}, 2, None)],
+)
+def test_async_turns_end_every_episode_as_the_lock_step_does(solve_at, turns, budget):
+    """The same episodes as in lock-step, with each check back at its own time (a pool of threads): every
+    turn's prompt is its conversation so far, the same checks, the same ends (public tests passed, the
+    turn limit, the token budget); later turns numbered after the prompts, each after its own episode."""
+    sampling = SamplingParams(n=2, seed=5, max_new_tokens=3)
+    plan = EpisodePlan(turns=turns, max_episode_tokens=budget, follow_up=lambda text, reply: [7, 7])
+    lock = Fakes(solve_at)
+    expected = run_episodes(PROBLEMS, PROMPTS, sampling, plan, turn_in_sequence(lock.generate, lock.check_public))
+    fakes = Fakes(solve_at)
+    conversations = LocalConversations(fakes, PROMPTS, sampling)
+    put = []
+    real_put = conversations.follow_up
+    conversations.follow_up = lambda index, prompt, after: (put.append((index, after)), real_put(index, prompt, after))
+    got = run_episodes_async(PROBLEMS, sampling, plan, conversations, fakes.check_public_each)
+    assert episode_summary(got) == episode_summary(expected)
+    assert sorted(i for i, _ in put) == list(range(len(PROMPTS), len(PROMPTS) + len(put)))
+    assert conversations.inbox.take(wait=False) is None  # closed, nothing left
+    for index, after in put:  # each later turn follows a turn of its own episode
+        e = next(e for e in got if any(r.prompt_index == index for r in e.responses))
+        assert after in [r.prompt_index for r in e.responses]
+
+
+def test_async_turns_raise_a_failing_check_or_generation_instead_of_waiting():
+    sampling = SamplingParams(n=2, max_new_tokens=3)
+    plan = EpisodePlan(turns=3, follow_up=follow_up)
+
+    def broken_check(items):
+        for i, _ in enumerate(items):
+            if i == 2:
+                raise RuntimeError("the judge is gone")
+            yield i, Feedback(False, "WRONG_ANSWER")
+
+    conversations = LocalConversations(Fakes({}), PROMPTS, sampling)
+    with pytest.raises(RuntimeError, match="the judge is gone"):
+        run_episodes_async(PROBLEMS, sampling, plan, conversations, broken_check)
+    with pytest.raises(RuntimeError, match="after close"):  # closed: the engine's stream can end
+        conversations.inbox.put([])
+
+    class BrokenEngine(Fakes):
+        def generate(self, prompts, sampling):
+            if len(prompts[0]) > 2:  # a later turn
+                raise RuntimeError("CUDA error: out of memory")
+            return super().generate(prompts, sampling)
+
+    fakes = BrokenEngine({})
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run_episodes_async(PROBLEMS, sampling, plan, LocalConversations(fakes, PROMPTS, sampling), fakes.check_public_each)
 
 
 # ---- reward, metrics, config ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.actor import build_engine
+from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs, batch_buckets
 from codefu.rollout.native.engine import PENDING
@@ -481,3 +482,46 @@ def test_a_later_turn_starts_after_the_conversation_so_far(hf):
                                else tiny_hf("llama", seed=1).state_dict())
     engines[True].generate(conversations, sampling)
     assert engines[True].last_stats["cached_tokens"] == 0  # K/V of the old weights: gone
+
+
+def test_follow_ups_join_the_running_batch_and_the_stream_ends_when_closed(hf):
+    """A follow-up put while the batch decodes (a self-repair turn as soon as its check is back) joins it
+    at once, not after the batch: its completion comes before the batch's longest; it prefills from the
+    prefix cache after the conversation so far, and its tokens are what a call of its own gives (greedy).
+    The stream waits for follow-ups while idle and ends only when the inbox closes."""
+    engine = make_engine(hf)
+    stop = pick_stops([hf_greedy(hf, p, 40) for p in PROMPTS])
+    sampling = SamplingParams(n=1, temperature=0.0, max_new_tokens=40, stop_token_ids=stop)
+    inbox = FollowUps()
+    order: list[tuple[int, int]] = []  # (prompt index, tokens written) in the order they came
+    conversations: dict[int, list[int]] = {}
+    for batch in engine.generate_stream(PROMPTS, sampling, inbox):
+        for c in batch:
+            order.append((c.prompt_index, len(c.token_ids)))
+            written = (len(c.prompt_ids) + len(c.token_ids) - 1) // BLOCK * BLOCK  # K/V in full blocks
+            if c.prompt_index < len(PROMPTS) and not conversations and written:  # the first: its next turn
+                cached = written
+                index = len(PROMPTS) + c.prompt_index
+                conversations[index] = c.prompt_ids + c.token_ids + [5, 6, 7, 8, 9]
+                inbox.put([FollowUp(index, conversations[index])])
+            elif c.prompt_index >= len(PROMPTS):
+                follow_up = c
+                inbox.close()
+    first = [i for i, _ in order if i < len(PROMPTS)]
+    assert sorted(first) == list(range(len(PROMPTS)))
+    # it did not wait for the batch: after it, one more step per token would be needed (the first token
+    # of each comes from its prefill)
+    longest = max(n for i, n in order if i < len(PROMPTS))
+    assert engine.last_stats["decode_steps"] < (longest - 1) + (len(follow_up.token_ids) - 1), order
+    assert follow_up.prompt_ids == conversations[follow_up.prompt_index] and follow_up.sample_index == 0
+    assert engine.last_stats["cached_tokens"] == cached
+    alone = make_engine(hf).generate([follow_up.prompt_ids], sampling)[0]
+    assert follow_up.token_ids == alone.token_ids
+
+    closed = FollowUps()
+    closed.close()
+    assert [c.prompt_index for b in engine.generate_stream(PROMPTS[:2], sampling, closed) for c in b] != []
+    too_long = FollowUps()
+    too_long.put([FollowUp(99, list(range(1, 300)))])
+    with pytest.raises(ValueError, match="follow-up 99 has 299 tokens"):
+        list(engine.generate_stream(PROMPTS[:1], sampling, too_long))

@@ -38,6 +38,7 @@ from torch import Tensor
 
 from codefu.models import DTYPE_BY_NAME
 from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
+from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs
 from codefu.rollout.native.host_tables import HostBlockTables
@@ -271,22 +272,30 @@ class NativeEngine:
         return in_prompt_order(self.generate_stream(prompts, sampling))
 
     def generate_stream(
-        self, prompts: list[list[int]], sampling: SamplingParams
+        self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: FollowUps | None = None
     ) -> Iterator[list[Completion]]:
         """The completions of `generate`, each yielded at the step its last token came in (in batches of
-        the sequences that finished at one step): the judge can start on them while the rest decode."""
+        the sequences that finished at one step): the judge can start on them while the rest decode.
+
+        With `follow_ups`, prompts put there while this runs join the running batch (one sample each,
+        admitted like any waiting work; a self-repair turn finds the conversation so far in the prefix
+        cache), and the stream ends only when the inbox is closed and everything in it is done."""
         for i, p in enumerate(prompts):
-            if len(p) == 0:
-                raise ValueError(f"prompt {i} is empty")
-            if len(p) >= self.max_model_len:
-                raise ValueError(
-                    f"prompt {i} has {len(p)} tokens: it cannot fit even alone (max_model_len "
-                    f"{self.max_model_len}, KV cache {self.num_blocks * self.block_size} tokens)"
-                )
+            self._check_prompt(p, f"prompt {i}")
         self.resume_memory()
         self.start(prompts, sampling)
         finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
-        while not self.done:
+        while True:
+            if follow_ups is not None:
+                arrived = follow_ups.take(wait=self.done)  # idle: nothing to do until one comes
+                if arrived is None:
+                    follow_ups = None  # closed: what is running is all there is
+                else:
+                    self.add(arrived)
+            if self.done and follow_ups is None:
+                break
+            if self.done:
+                continue
             self.step()
             finishing += self.scheduler.finished
             self.scheduler.finished.clear()
@@ -294,6 +303,15 @@ class NativeEngine:
             if done:
                 finishing = [s for s in finishing if not _complete(s)]
                 yield [self._completion(s) for s in done]
+
+    def _check_prompt(self, prompt: list[int], name: str) -> None:
+        if len(prompt) == 0:
+            raise ValueError(f"{name} is empty")
+        if len(prompt) >= self.max_model_len:
+            raise ValueError(
+                f"{name} has {len(prompt)} tokens: it cannot fit even alone (max_model_len "
+                f"{self.max_model_len}, KV cache {self.num_blocks * self.block_size} tokens)"
+            )
 
     def _completion(self, s: Sequence) -> Completion:
         return Completion(
@@ -336,6 +354,15 @@ class NativeEngine:
             0.0,
         )  # fmt: skip
         self.last_stats["kv_cache_tokens"] = float(self.num_blocks * self.block_size)
+
+    def add(self, follow_ups: list[FollowUp]) -> None:
+        """Queue prompts that arrived after `start`, one sequence each (prompt_index: the follow-up's)."""
+        for f in follow_ups:
+            self._check_prompt(f.prompt, f"follow-up {f.index}")
+        for f in follow_ups:
+            seq = Sequence(len(self._seqs), f.index, 0, list(f.prompt))
+            self._seqs.append(seq)
+            self.scheduler.add(Cohort([seq]))
 
     @property
     def done(self) -> bool:
