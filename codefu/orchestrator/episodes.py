@@ -165,13 +165,15 @@ def run_episodes_async(
     plan: EpisodePlan,
     conversations: Conversations,
     check_each: Callable[[Iterable[tuple[Problem, str]]], Iterator[tuple[int, Feedback]]],
+    on_end: Callable[[Episode], None] = lambda episode: None,
 ) -> list[Episode]:
     """`run_episodes` without the lock-step: each program goes to `check_each` (a scorer's
     `check_public_each`) as soon as it is written, and each failing episode's next turn goes into the
     running generation (`conversations`, opened on the prompts of `problems` with `sampling`) as soon as
     its check is back, while other episodes still decode. The same episodes, ended by the same rules;
     the draws differ (a turn is sampled in whatever batch it joins). Later turns are prompt indices
-    len(problems), len(problems) + 1, ... in the order they were put."""
+    len(problems), len(problems) + 1, ... in the order they were put. `on_end(episode)` is called as
+    each episode ends (its last program can be scored while others still run)."""
     n = sampling.n
     episodes: list[Episode | None] = [None] * (len(problems) * n)
     later: dict[int, Episode] = {}  # a later turn's prompt index -> its episode
@@ -207,6 +209,7 @@ def run_episodes_async(
                         to_check.put(e)
                     else:
                         going -= 1
+                        on_end(e)
             elif kind == "checked":
                 e = checking[payload[0]]
                 if _goes_on(e, payload[1], plan, sampling):
@@ -216,6 +219,7 @@ def run_episodes_async(
                     next_index += 1
                 else:
                     going -= 1
+                    on_end(e)
     finally:
         to_check.put(None)
         conversations.close()

@@ -8,8 +8,10 @@ draws the same samples it would have drawn without the interruption.
 from __future__ import annotations
 
 import logging
+import queue
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -155,27 +157,8 @@ def sample_step(
             break
         sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
         prompts = [encode(p) for p in problems]
-        if plan.turns == 1 and cfg.loop.overlap_judge:  # the hidden tests while decoding
-            completions, scores = judged_as_they_finish(
-                problems, prompts, sampling, roles, scorer.score_stream, timer
-            )
-            episodes = [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in completions]
-        else:
-            if cfg.rollout.async_turns:  # each turn checked and the next one started as they finish
-                episodes = episodes_as_they_finish(problems, prompts, sampling, plan, roles, scorer, timer)
-            else:
-                if cfg.loop.overlap_judge:  # each turn's public tests while it decodes
-                    turn = turn_judged_while_decoding(roles, scorer, timer)
-                else:
-                    turn = turn_in_sequence(
-                        _timed(timer, "generate", roles.generate), _timed(timer, "judge", scorer.check_public)
-                    )
-                with roles.generating():  # one phase for every turn: memory moves once
-                    episodes = run_episodes(problems, prompts, sampling, plan, turn)
-            completions = [e.completion() for e in episodes]
-            with timer.phase("judge"):  # the last program of each episode, on the hidden tests
-                owners = [problems[c.prompt_index] for c in completions]
-                scores = scorer.score(owners, [c.text for c in completions])
+        episodes, scores = scored_episodes(cfg, problems, prompts, sampling, plan, roles, scorer, timer)
+        completions = [e.completion() for e in episodes]
         owners = [problems[c.prompt_index] for c in completions]
         out.generated_tokens += sum(c.model_tokens for c in completions)
         groups = [r * want + c.prompt_index for c in completions]
@@ -193,6 +176,38 @@ def sample_step(
         if len(set(out.groups)) >= want:
             break
     return out
+
+
+def scored_episodes(
+    cfg: RunConfig,
+    problems: list[Problem],
+    prompts: list[list[int]],
+    sampling: SamplingParams,
+    plan: EpisodePlan,
+    roles: Roles,
+    scorer: Scorer,
+    timer: StepTimer,
+) -> tuple[list[Episode], list[Score]]:
+    """The episodes of one sampling round in (prompt, sample) order (of one turn each unless
+    rollout.turns > 1), each with the score of its last program on the hidden tests."""
+    if plan.turns == 1 and cfg.loop.overlap_judge:  # the hidden tests while decoding
+        completions, scores = judged_as_they_finish(
+            problems, prompts, sampling, roles, scorer.score_stream, timer
+        )
+        return [Episode(c.prompt_index, c.sample_index, c.prompt_ids, [c]) for c in completions], scores
+    if plan.turns > 1 and cfg.rollout.async_turns:  # each turn checked, the next started, the last scored
+        return episodes_as_they_finish(problems, prompts, sampling, plan, roles, scorer, timer)
+    if cfg.loop.overlap_judge:  # each turn's public tests while it decodes
+        turn = turn_judged_while_decoding(roles, scorer, timer)
+    else:
+        turn = turn_in_sequence(
+            _timed(timer, "generate", roles.generate), _timed(timer, "judge", scorer.check_public)
+        )
+    with roles.generating():  # one phase for every turn: memory moves once
+        episodes = run_episodes(problems, prompts, sampling, plan, turn)
+    with timer.phase("judge"):  # the last program of each episode, on the hidden tests
+        scores = scorer.score([problems[e.prompt_index] for e in episodes], [e.final.text for e in episodes])
+    return episodes, scores
 
 
 Judged = TypeVar("Judged")
@@ -252,17 +267,34 @@ def episodes_as_they_finish(
     roles: Roles,
     scorer: Scorer,
     timer: StepTimer,
-) -> list[Episode]:
-    """Self-repair episodes without the lock-step (rollout.async_turns): times generate (to the last
-    token) and judge_tail (the public-test checks after it, which end the last episodes)."""
-    with roles.conversations(prompts, sampling) as conversations:
-        start = time.perf_counter()
-        episodes = run_episodes_async(problems, sampling, plan, conversations, scorer.check_public_each)
-        end = time.perf_counter()
-        last_token = max(conversations.last_batch_at, start)
+) -> tuple[list[Episode], list[Score]]:
+    """Self-repair episodes without the lock-step (rollout.async_turns), each scored on the hidden tests
+    as it ends, while others still run. Returns the episodes in (prompt, sample) order and their scores;
+    times generate (to the last token) and judge_tail (the checks and scores after it)."""
+    ended: queue.Queue[Episode | None] = queue.Queue()
+    order: list[Episode] = []  # the scorer's input, in its order (appended on its arrivals thread)
+
+    def endings() -> Iterator[tuple[Problem, str]]:
+        while (e := ended.get()) is not None:
+            order.append(e)
+            yield problems[e.prompt_index], e.final.text
+
+    with ThreadPoolExecutor(1, thread_name_prefix="codefu-scores") as pool:
+        scoring = pool.submit(scorer.score_stream, endings())
+        try:
+            with roles.conversations(prompts, sampling) as conversations:
+                start = time.perf_counter()
+                episodes = run_episodes_async(
+                    problems, sampling, plan, conversations, scorer.check_public_each, ended.put
+                )
+                last_token = max(conversations.last_batch_at, start)
+        finally:
+            ended.put(None)
+        scored = scoring.result()
     timer.add("generate", last_token - start)
-    timer.add("judge_tail", end - last_token)
-    return episodes
+    timer.add("judge_tail", time.perf_counter() - last_token)
+    by_episode = {id(e): s for e, s in zip(order, scored, strict=True)}
+    return episodes, [by_episode[id(e)] for e in episodes]
 
 
 def update_step(

@@ -82,9 +82,11 @@ def test_eval_reports_each_turn_and_repair_against_sampling(tmp_path, tiny_model
 
 
 @pytest.mark.slow
-def test_codefu_train_runs_two_turn_episodes(tmp_path, tiny_model_dir):
+@pytest.mark.parametrize("async_turns", [False, True])
+def test_codefu_train_runs_two_turn_episodes(tmp_path, tiny_model_dir, async_turns):
     run_dir = tmp_path / "run"
     overrides = [
+        f"rollout.async_turns={str(async_turns).lower()}",
         f"trainer.model={tiny_model_dir}",
         "data.prompts_per_step=2",
         "rollout.n=2",
@@ -107,3 +109,5 @@ def test_codefu_train_runs_two_turn_episodes(tmp_path, tiny_model_dir):
     assert all(row["rollout/turns_mean"] == 2.0 and "judge/pass_rate_turn2" in row for row in rows)
     assert all(row["reward/turn_shaping"] == pytest.approx(-0.1) for row in rows)
     assert "eval/turn2_pass@1" in rows[-1] and "eval/turn2_pass@1_ci_low" in rows[-1]
+    if async_turns:  # generation to the last token, then the checks that end the last episodes
+        assert all(row["timing/generate_s"] > 0 and row["timing/judge_tail_s"] >= 0 for row in rows)

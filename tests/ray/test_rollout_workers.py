@@ -8,7 +8,7 @@ import ray
 
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.roles import RolloutWorkers, split_prompts, worker_seed
-from codefu.rollout import SamplingParams, TransformersEngine
+from codefu.rollout import EngineConfig, NativeEngine, SamplingParams, TransformersEngine
 from codefu.rollout.actor import RolloutWorker, make_rollout_actor
 
 PROMPTS = [[1, 40, 41, 42], [1, 50, 51], [1, 60], [1, 61, 62, 63, 64], [1, 70, 71]]
@@ -79,6 +79,51 @@ def test_two_workers_stream_completions_as_they_finish(local_ray):
         assert sorted(len(b) for b in batches) == [1, 2, 4, 4, 4]
         streamed = sorted((c for b in batches for c in b), key=lambda c: (c.prompt_index, c.sample_index))
         assert summary(streamed) == summary(workers.generate(PROMPTS, SAMPLING))
+    finally:
+        for a in actors:
+            ray.kill(a)
+
+
+def native_factory():
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=2048)
+    return functools.partial(NativeEngine.from_hf_model, tiny_model(seed=0), tiny_tokenizer(), config)
+
+
+def test_conversations_put_each_follow_up_on_the_worker_of_the_turn_before(local_ray):
+    """Self-repair turns as they come (rollout.async_turns): two native-engine workers stream their
+    prompts' completions; a follow-up of each goes to the worker that wrote it, whose prefix cache holds
+    the conversation so far, and is what a local engine writes for it; the streams end on close. Closing
+    before anything came ends them too."""
+    long_prompts = [[1, *range(40 + 20 * i, 58 + 20 * i)] for i in range(4)]  # 19 tokens: a full block
+    greedy = SamplingParams(n=1, temperature=0.0, max_new_tokens=6)
+    actors = [make_rollout_actor(native_factory(), num_cpus=0.5) for _ in range(2)]
+    try:
+        conversations = RolloutWorkers(actors).conversations(long_prompts, greedy)
+        first, later, expected_cache = {}, {}, [0, 0]
+        for batch in conversations:
+            for c in batch:
+                if c.prompt_index < len(long_prompts):
+                    first[c.prompt_index] = c
+                    index = len(long_prompts) + c.prompt_index
+                    conversations.follow_up(index, c.prompt_ids + c.token_ids + [5, 6], after=c.prompt_index)
+                    worker = 0 if c.prompt_index < 2 else 1  # split_prompts(4, 2)
+                    expected_cache[worker] += (len(c.prompt_ids) + len(c.token_ids) - 1) // 16 * 16
+                else:
+                    later[c.prompt_index] = c
+            if len(later) == len(long_prompts):
+                conversations.close()
+        assert sorted(first) == [0, 1, 2, 3] and sorted(later) == [4, 5, 6, 7]
+        local = native_factory()()
+        for index, c in later.items():
+            before = first[index - len(long_prompts)]
+            assert c.prompt_ids == before.prompt_ids + before.token_ids + [5, 6]
+            assert c.token_ids == local.generate([c.prompt_ids], greedy)[0].token_ids
+        cached = [ray.get(a.stats.remote())["cached_tokens"] for a in actors]
+        assert cached == expected_cache and min(cached) > 0
+
+        early = RolloutWorkers(actors).conversations(long_prompts, greedy)
+        early.close()
+        assert sorted(c.prompt_index for b in early for c in b) == [0, 1, 2, 3]
     finally:
         for a in actors:
             ray.kill(a)

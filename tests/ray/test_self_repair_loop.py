@@ -30,7 +30,8 @@ def two_turns(tmp_path: Path, steps: int, **rollout):
     return replace(cfg, rollout=replace(cfg.rollout, turns=2, **rollout), loop=replace(cfg.loop, keep_final_state=False))
 
 
-def test_two_turn_episodes_train_only_the_models_tokens(local_ray, tmp_path, monkeypatch):
+@pytest.mark.parametrize("async_turns", [False, True])
+def test_two_turn_episodes_train_only_the_models_tokens(local_ray, tmp_path, monkeypatch, async_turns):
     batches = []
     real = loop.completions_to_batch
 
@@ -41,7 +42,7 @@ def test_two_turn_episodes_train_only_the_models_tokens(local_ray, tmp_path, mon
 
     monkeypatch.setattr(loop, "completions_to_batch", recording)
     run_dir = tmp_path / "run"
-    cfg = two_turns(tmp_path, steps=2, max_episode_tokens=260)  # 8 + a 236-token feedback turn + 8
+    cfg = two_turns(tmp_path, steps=2, max_episode_tokens=260, async_turns=async_turns)  # 8 + 236 + 8
     loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2] and all("optim/steps" in r for r in rows)

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from dataclasses import replace
 
 import pytest
 
 from codefu.judge.judge import JudgeConfig
 from codefu.observability.metrics import StepTimer
-from codefu.orchestrator.loop import judged_as_they_finish, turn_judged_while_decoding
+from codefu.orchestrator.episodes import EpisodePlan
+from codefu.orchestrator.loop import (
+    episodes_as_they_finish,
+    judged_as_they_finish,
+    turn_judged_while_decoding,
+)
 from codefu.orchestrator.roles import JudgeScorer
+from codefu.rollout.follow_ups import LocalConversations, follow_ups_in_batches
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem, Status, TestResult, Verdict
 
@@ -98,3 +105,61 @@ def test_a_self_repair_turn_checks_the_public_tests_while_decoding():
     assert [fb.passed for fb in checks] == [True, False]
     assert [name for name, _ in judge.seen] == ["p1", "p0"]
     assert set(timer.seconds) == {"generate", "judge_tail"}
+
+
+class RepairingEngine:
+    """An engine taking follow-ups (batch by batch): prompt 0 writes "no", prompt 1 "ok"; a later turn
+    writes "fixed" or "still no" by its conversation's length (each sample's first reply differs)."""
+
+    def generate_stream(self, prompts, sampling, follow_ups=None):
+        def once(prompts, sampling):
+            out = []
+            for i, p in enumerate(prompts):
+                for j in range(sampling.n):
+                    if len(p) == 2:  # a first turn
+                        out.append(completion(i, j, "no" if i == 0 else "ok"))
+                    else:
+                        text = "fixed" if len(p) % 2 else "still no"
+                        out.append(replace(completion(i, j, text), prompt_ids=p))
+            yield out
+
+        yield from once(prompts, sampling) if follow_ups is None else follow_ups_in_batches(
+            once, prompts, sampling, follow_ups)
+
+
+class ConversingRoles:
+    def __init__(self):
+        self.phases = 0
+
+    @contextlib.contextmanager
+    def conversations(self, prompts, sampling):
+        self.phases += 1
+        conversations = LocalConversations(RepairingEngine(), prompts, sampling)
+        conversations.last_batch_at = 0.0
+        try:
+            yield conversations
+        finally:
+            conversations.close()
+
+
+class AcceptOkAndFixed:
+    judge_config = JudgeConfig()
+
+    def judge_many(self, items):
+        for i, (_, response) in enumerate(items):
+            status = Status.ACCEPTED if response in ("ok", "fixed") else Status.WRONG_ANSWER
+            yield i, Verdict(status, tests=[TestResult(status)])
+
+
+def test_async_turns_score_each_episode_as_it_ends_and_give_the_scores_in_episode_order():
+    roles, timer = ConversingRoles(), StepTimer()
+    plan = EpisodePlan(turns=2, follow_up=lambda text, reply: [9])
+    episodes, scores = episodes_as_they_finish(
+        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles, JudgeScorer(AcceptOkAndFixed(), "binary"),
+        timer)
+    assert [(e.prompt_index, e.sample_index) for e in episodes] == [(p, s) for p in range(2) for s in range(3)]
+    assert [e.turns for e in episodes] == [2, 2, 2, 1, 1, 1]
+    finals = [e.final.text for e in episodes]
+    assert finals[:3] != ["fixed"] * 3 and "fixed" in finals  # the second turns differ
+    assert [s.passed for s in scores] == [t in ("ok", "fixed") for t in finals]
+    assert set(timer.seconds) == {"generate", "judge_tail"} and roles.phases == 1
