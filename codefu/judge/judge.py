@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from codefu.judge.arrivals import Arrivals
 from codefu.judge.checker import (
@@ -478,7 +480,9 @@ def judge_identical_once(
 ) -> Iterator[tuple[int, Verdict]]:
     """`judge_many` over the distinct (problem, program) pairs of `items` only; every other position gets
     a copy of its twin's verdict (marked `reused`) once the twin's is in. `items` may arrive over time
-    (see Judge.judge_many): each goes on to `judge_many` as it comes.
+    (see Judge.judge_many): each goes on to `judge_many` as it comes, and a twin arriving after its
+    first's verdict gets its copy at once, not when the next verdict comes (a self-repair episode may be
+    waiting on it, the next items on that episode).
 
     Samples of a GRPO group converge on the same program as training sharpens the policy (most of a
     group's n, late in a run), and responses that differ only in prose around the code are the same
@@ -490,7 +494,9 @@ def judge_identical_once(
     twins: dict[int, list[int]] = {}  # a first position -> twins waiting for its verdict
     unique: list[int] = []  # the positions judge_many sees, in its order
     verdicts: dict[int, Verdict] = {}  # first positions judged
-    late: list[tuple[int, Verdict]] = []  # twins that arrived after their first's verdict
+    # what this generator gives, from two threads: judge_many's verdicts ("judged", j) and twins that came
+    # after their first's verdict ("late", i); then "end", or "error"
+    out: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
 
     def reused(verdict: Verdict) -> Verdict:
         return replace(verdict, tests=list(verdict.tests), time_s=0.0, reused=True)
@@ -503,7 +509,7 @@ def judge_identical_once(
                 if key in first:
                     f = first[key]
                     if f in verdicts:
-                        late.append((i, reused(verdicts[f])))
+                        out.put(("late", i, reused(verdicts[f])))
                     else:
                         twins[f].append(i)
                     continue
@@ -511,18 +517,28 @@ def judge_identical_once(
                 unique.append(i)
             yield problem, response
 
-    def take_late() -> list[tuple[int, Verdict]]:
-        with lock:
-            out, late[:] = list(late), []
-        return out
+    def judge_distinct() -> None:
+        try:
+            for j, verdict in judge_many(distinct()):
+                out.put(("judged", j, verdict))
+            out.put(("end", None, None))  # after every "late": distinct() was drained first
+        except BaseException as e:  # noqa: BLE001 - raised to the consumer below
+            out.put(("error", e, None))
 
-    for j, verdict in judge_many(distinct()):
+    threading.Thread(target=judge_distinct, name="codefu-judge-distinct", daemon=True).start()
+    while True:
+        kind, i, verdict = out.get()
+        if kind == "end":
+            return
+        if kind == "error":
+            raise i
+        if kind == "late":
+            yield i, verdict
+            continue
         with lock:
-            i = unique[j]
+            i = unique[i]
             verdicts[i] = verdict
             copies = twins.pop(i)
         yield i, verdict
         for twin in copies:
             yield twin, reused(verdict)
-        yield from take_late()
-    yield from take_late()  # judge_many has drained distinct(): every twin is placed

@@ -1,5 +1,7 @@
 """`judge_identical_once`: which submissions reach the judge, and what every position gets back."""
 
+import threading
+
 from codefu.judge.judge import judge_identical_once
 from codefu.types import Problem, Status, TestCase, TestResult, Verdict
 
@@ -41,9 +43,11 @@ def test_empty_batch():
     assert list(judge_identical_once([], recording_judge([]))) == []
 
 
-def test_twins_arriving_after_their_first_was_judged_get_its_verdict():
+def test_twins_arriving_after_their_first_was_judged_get_its_verdict_at_once():
     """Items arrive over time (completions as the engine finishes them): a judge that answers each one as
-    it comes has judged the first of a pair before its twin arrives; the twin still gets a copy."""
+    it comes has judged the first of a pair before its twin arrives; the twin still gets a copy, and at
+    once: the next item may only come after it (a self-repair episode waits on its check), so waiting
+    for the next verdict or the end of the input would never end."""
     seen: list = []
 
     def judge_as_they_come(items):
@@ -51,20 +55,21 @@ def test_twins_arriving_after_their_first_was_judged_get_its_verdict():
             seen.append((problem, response))
             yield i, Verdict(Status.ACCEPTED, tests=[TestResult(Status.ACCEPTED)], message=response)
 
-    order: list[str] = []
+    given: dict[int, threading.Event] = {i: threading.Event() for i in range(5)}
 
     def arriving():
-        for item in [(A, ECHO), (A, OTHER), (A, "Again:\n" + ECHO), (B, ECHO), (A, OTHER + "\n")]:
-            order.append("arrive")
+        # each item after the verdict of the one before it: the twins (2 and 4) come after their firsts'
+        for k, item in enumerate([(A, ECHO), (A, OTHER), (A, "Again:\n" + ECHO), (B, ECHO), (A, OTHER + "\n")]):
+            if k > 0:
+                assert given[k - 1].wait(timeout=10), f"no verdict for item {k - 1} before item {k} came"
             yield item
 
     out = []
     for position, verdict in judge_identical_once(arriving(), judge_as_they_come):
-        order.append("verdict")
+        given[position].set()
         out.append((position, verdict))
     verdicts = dict(out)
     assert seen == [(A, ECHO), (A, OTHER), (B, ECHO)]
-    assert sorted(verdicts) == [0, 1, 2, 3, 4] and len(out) == 5
+    assert [i for i, _ in out] == [0, 1, 2, 3, 4]
     assert [verdicts[i].reused for i in range(5)] == [False, False, True, False, True]
     assert verdicts[2].message == ECHO and verdicts[4].message == OTHER
-    assert order[:2] == ["arrive", "verdict"]  # the first verdict came before the second item arrived
