@@ -233,20 +233,35 @@ class RolloutWorkers:
     def release_memory(self) -> None:
         ray.get([a.release_memory.remote() for a in self.actors])
 
-    def stats(self) -> dict[str, float]:
-        """The last generate's engine numbers over the workers (native engine; {} for others): the smallest
-        KV cache, the mean decode batch, preemptions."""
-        per_worker = [s for s in ray.get([a.stats.remote() for a in self.actors]) if s]
-        if not per_worker:
-            return {}
-        steps = sum(s["decode_steps"] for s in per_worker)
-        return {
-            "rollout/kv_cache_tokens": min(s["kv_cache_tokens"] for s in per_worker),
-            "rollout/decode_batch_mean": sum(s["decode_batch_sum"] for s in per_worker) / max(steps, 1.0),
-            "rollout/preemptions": sum(s["preemptions"] for s in per_worker),
-            # prompt tokens whose K/V the prefix cache gave back (a self-repair turn's conversation so far)
-            "rollout/prefix_cached_tokens": sum(s.get("cached_tokens", 0.0) for s in per_worker),
-        }
+    def stats(self) -> list[dict[str, float]]:
+        """Each worker's engine numbers of its last call (the native engine's `last_stats`; {} for others)."""
+        return ray.get([a.stats.remote() for a in self.actors])
+
+
+def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
+    """The engine numbers of a generation phase from each call's per-worker `last_stats` (native engine;
+    {} for others): the smallest KV cache, decode steps (the most of any worker: the phase's length in
+    steps), the mean decode batch over them, preemptions and prefix-cached tokens in all."""
+    per_worker: dict[int, list[dict[str, float]]] = {}
+    for call in calls:
+        for w, stats in enumerate(call):
+            if stats:
+                per_worker.setdefault(w, []).append(stats)
+    if not per_worker:
+        return {}
+
+    def total(key: str, w: int) -> float:
+        return sum(s.get(key, 0.0) for s in per_worker[w])
+
+    steps = sum(total("decode_steps", w) for w in per_worker)
+    return {
+        "rollout/kv_cache_tokens": min(s["kv_cache_tokens"] for w in per_worker for s in per_worker[w]),
+        "rollout/decode_steps": max(total("decode_steps", w) for w in per_worker),
+        "rollout/decode_batch_mean": sum(total("decode_batch_sum", w) for w in per_worker) / max(steps, 1.0),
+        "rollout/preemptions": sum(total("preemptions", w) for w in per_worker),
+        # prompt tokens whose K/V the prefix cache gave back (a self-repair turn's conversation so far)
+        "rollout/prefix_cached_tokens": sum(total("cached_tokens", w) for w in per_worker),
+    }
 
 
 def merged(streams: dict[Any, int]) -> Iterator[list[Completion]]:
@@ -361,6 +376,7 @@ class Roles:
         self.critic_colocated = cfg.resources.critic_colocate
         self.memory_metrics: dict[str, float] = {}
         self._generating = False
+        self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
         kl = needs_reference(cfg)
         self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
@@ -392,10 +408,12 @@ class Roles:
         learners = [*self.trainer, *(self.critic if self.critic and self.critic_colocated else [])]
         if self.offload_optimizer:
             self.memory_metrics |= _summed(ray.get([a.offload_optimizer.remote() for a in learners]))
+        self._engine_stats = []  # each call's, per worker
         try:
             yield
         finally:
             self._generating = False
+            self.memory_metrics |= engine_metrics(self._engine_stats)
             if self.colocated:
                 self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
             if self.offload_optimizer:
@@ -405,7 +423,7 @@ class Roles:
         """The rollout workers' completions, in a generation phase of their own unless one is open."""
         with self.generating():
             completions = self.rollout.generate(prompts, sampling)
-            self.memory_metrics |= self.rollout.stats()  # the phase's last call's engine numbers
+            self._engine_stats.append(self.rollout.stats())
         return completions
 
     def generate_stream(
@@ -415,7 +433,7 @@ class Roles:
         is open."""
         with self.generating():
             yield from self.rollout.generate_stream(prompts, sampling)
-            self.memory_metrics |= self.rollout.stats()
+            self._engine_stats.append(self.rollout.stats())
 
     @contextlib.contextmanager
     def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> Iterator[Conversations]:
@@ -427,7 +445,7 @@ class Roles:
                 yield conversations
             finally:
                 conversations.close()
-            self.memory_metrics |= self.rollout.stats()
+            self._engine_stats.append(self.rollout.stats())
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
         group = self.reference if reference else self.trainer

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from codefu.models.tiny import tiny_model, tiny_tokenizer
+from codefu.orchestrator.roles import engine_metrics
 from codefu.rollout import SamplingParams, TransformersEngine, encode_prompt, logprob_mismatch
 from codefu.rollout.prompts import default_messages, is_prerendered, parse_chatml
 from codefu.rollout.sampling import sample_from_scores
@@ -269,3 +270,20 @@ def test_the_stream_gives_a_batch_at_a_time_and_the_same_samples(model, tokenize
     assert [(c.prompt_index, c.sample_index, c.token_ids, c.logprobs) for c in streamed] == [
         (c.prompt_index, c.sample_index, c.token_ids, c.logprobs) for c in whole
     ]
+
+
+def test_a_phases_engine_numbers_cover_every_call_in_it():
+    """Self-repair in lock-step makes one generate call per turn: the phase's decode steps and mean batch
+    are over all of them (not the last call's), per worker, and engines without numbers add nothing."""
+    def stats(steps, batch_sum, cached=0.0, kv=1000.0, preempted=0.0):
+        return {"decode_steps": steps, "decode_batch_sum": batch_sum, "cached_tokens": cached,
+                "kv_cache_tokens": kv, "preemptions": preempted}
+
+    turn1 = [stats(100, 6400), stats(80, 4000, kv=900)]  # two workers
+    turn2 = [stats(50, 1000, cached=320, preempted=1), stats(60, 1200, cached=160)]
+    m = engine_metrics([turn1, turn2])
+    assert m["rollout/decode_steps"] == 150  # worker 0: 100 + 50; worker 1: 140
+    assert m["rollout/decode_batch_mean"] == (6400 + 4000 + 1000 + 1200) / (100 + 80 + 50 + 60)
+    assert m["rollout/prefix_cached_tokens"] == 480 and m["rollout/preemptions"] == 1
+    assert m["rollout/kv_cache_tokens"] == 900
+    assert engine_metrics([[{}, {}]]) == {} and engine_metrics([]) == {}
