@@ -69,6 +69,7 @@ def main() -> int:
     p.add_argument("--programs", metavar="PARQUET",
                    help="judge real programs instead of the responses (codefu-easy train.parquet)")
     p.add_argument("--language", default="cpp", help="--programs: the solutions of this language")
+    p.add_argument("--no-parts", action="store_true", help="whole steps only, no parts alone after them")
     p.add_argument("--out", help="write the results here (JSON)")
     p.add_argument("overrides", nargs="*", help="config key=value, after the ones this script sets")
     args = p.parse_args()
@@ -111,7 +112,7 @@ def main() -> int:
             if step >= args.warmup:
                 steps.append(step_record(timer.metrics() | walls, sampled) | memory)
                 print(json.dumps(steps[-1]), flush=True)
-        parts = parts_alone(cfg, roles, scorer, sampled, encode)
+        parts = {} if args.no_parts else parts_alone(cfg, roles, scorer, sampled, encode)
         print(json.dumps({"parts": parts}), flush=True)
     finally:
         scorer.close()
@@ -213,7 +214,7 @@ def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) ->
     tokens = statistics.mean(s["prompt_tokens"] + s["response_tokens"] for s in steps)
     gpus = max(1, run_layout(cfg).gpus) if cfg.rollout.device == "cuda" else 1
     # the parts were timed on a fresh sample of the same prompts: scale them to the steps' token count
-    scale = tokens / parts["tokens"] if parts["tokens"] else 1.0
+    scale = tokens / parts["tokens"] if parts.get("tokens") else 1.0
     sum_parts = sum(v for k, v in parts.items() if k.endswith("_s")) * scale
     return {
         "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -225,7 +226,7 @@ def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) ->
         "phases_in_step": {k: round(statistics.mean(s.get(k, 0.0) for s in steps), 2)
                            for k in ("generate_s", "judge_s", "judge_tail_s", "train_s", "sync_s")},
         "judge_tail_frac": round(statistics.mean(s.get("judge_tail_s", 0.0) / s["step_s"] for s in steps), 4),
-        "judge_alone_s": parts["judge_s"],
+        "judge_alone_s": parts.get("judge_s"),
     }
 
 

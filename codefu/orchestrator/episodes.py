@@ -1,12 +1,14 @@
 """Self-repair episodes: the model writes a program, sees the judge's feedback on the PUBLIC tests, and
 writes a new one, for up to `rollout.turns` turns or until the public tests pass.
 
-Turns run in lock-step over a batch: turn 1 is today's sampling (n samples of each prompt, one call of a
-`Turn`); the programs are run on the public tests (`Scorer.check_public`, which hands the judge a copy of
-the problem holding nothing else; in the loop, as each completion finishes, while the rest decode); each
-failing episode gets a feedback user turn and, while its token budget allows, one more sample (n=1) with
-the conversation so far as its prompt, all such continuations in one call per turn. With turns = 1
-nothing but that first call runs.
+Two schedules. `run_episodes_async` (rollout.async_turns, the default): each program is checked as
+soon as it is written, and each failing episode's next turn joins the running generation as soon as its
+check is back (`Conversations`). `run_episodes`, in lock-step over a batch: turn 1 is today's sampling
+(n samples of each prompt, one call of a `Turn`); the programs are run on the public tests
+(`Scorer.check_public`, which hands the judge a copy of the problem holding nothing else; in the loop,
+as each completion finishes, while the rest decode); each failing episode gets a feedback user turn
+and, while its token budget allows, one more sample (n=1) with the conversation so far as its prompt,
+all such continuations in one call per turn. With turns = 1 nothing but that first call runs.
 
 An episode becomes one `Completion` for the trainer (`Episode.completion`): its responses with the
 feedback turns between them, `loss_mask` 0 (and log-prob 0.0) on the feedback tokens, so only the model's

@@ -6,8 +6,9 @@
     engine.release_memory()                  # colocated trainer's turn: the KV cache is freed
     engine.last_stats                        # prefill tokens, decode steps, preemptions, seconds, ...
 
-One `generate` = add every prompt as a cohort of n sequences, then `step()` until all are done. A step is
-a prefill (newly admitted cohorts, each prompt run once) or a decode (every running sequence, one token);
+One `generate` = add every prompt as a cohort of n sequences, then `step()` until all are done
+(`generate_stream` with a `FollowUps` inbox also adds, between steps, the prompts put there meanwhile).
+A step is a prefill (newly admitted cohorts, each prompt run once) or a decode (every running sequence, one token);
 see scheduler.py. The KV blocks of finished sequences stay in a prefix cache (kv_cache.py) until their
 memory is needed or new weights arrive: a prompt that begins with the tokens of an earlier sequence (a
 self-repair turn: the conversation so far, then the feedback) is prefilled from where they end.
