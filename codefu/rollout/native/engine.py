@@ -9,9 +9,10 @@
 One `generate` = add every prompt as a cohort of n sequences, then `step()` until all are done
 (`generate_stream` with a `FollowUps` inbox also adds, between steps, the prompts put there meanwhile).
 A step is a prefill (newly admitted cohorts, each prompt run once) or a decode (every running sequence,
-one token); see scheduler.py. The KV blocks of finished sequences stay in a prefix cache (kv_cache.py) until their
-memory is needed or new weights arrive: a prompt that begins with the tokens of an earlier sequence (a
-self-repair turn: the conversation so far, then the feedback) is prefilled from where they end.
+one token); see scheduler.py. The KV blocks of finished sequences stay in a prefix cache (kv_cache.py)
+until their memory is needed or new weights arrive: a prompt that begins with the tokens of an earlier
+sequence (a self-repair turn: the conversation so far, then the feedback) is prefilled from where they
+end.
 Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
 same seed, prompts and engine settings give the same samples. Decode steps replay CUDA graphs on GPU.
 
