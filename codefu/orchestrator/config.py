@@ -166,9 +166,9 @@ class LoopConfig:
     overlap_judge: bool = True
     """Send each completion to the judge as soon as the engine finishes it, so judging runs while the
     rest decode (timing/generate_s ends at the last token; timing/judge_tail_s is what judging adds after
-    it). With self-repair (rollout.turns > 1) each turn's public-test checks overlap its decoding and the
-    last programs are scored after the last turn. false: judge the whole batch after generation
-    (timing/judge_s)."""
+    it). With lock-step self-repair (rollout.turns > 1, rollout.async_turns false) each turn's public-test
+    checks overlap its decoding and the last programs are scored after the last turn; asynchronous turns
+    always judge as they go. false: judge the whole batch after generation (timing/judge_s)."""
     seed: int = 0
 
 
