@@ -494,9 +494,10 @@ def judge_identical_once(
     twins: dict[int, list[int]] = {}  # a first position -> twins waiting for its verdict
     unique: list[int] = []  # the positions judge_many sees, in its order
     verdicts: dict[int, Verdict] = {}  # first positions judged
-    # what this generator gives, from two threads: judge_many's verdicts ("judged", j) and twins that came
-    # after their first's verdict ("late", i); then "end", or "error"
-    out: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+    # what this generator gives, from two threads: ("judged", j, verdict) from judge_many (j: its
+    # position there), ("late", i, verdict) for a twin that came after its first's verdict; then
+    # ("end",), or ("error", exception)
+    out: queue.Queue[tuple[Any, ...]] = queue.Queue()
 
     def reused(verdict: Verdict) -> Verdict:
         return replace(verdict, tests=list(verdict.tests), time_s=0.0, reused=True)
@@ -521,22 +522,23 @@ def judge_identical_once(
         try:
             for j, verdict in judge_many(distinct()):
                 out.put(("judged", j, verdict))
-            out.put(("end", None, None))  # after every "late": distinct() was drained first
+            out.put(("end",))  # after every "late": distinct() was drained first
         except BaseException as e:  # noqa: BLE001 - raised to the consumer below
-            out.put(("error", e, None))
+            out.put(("error", e))
 
     threading.Thread(target=judge_distinct, name="codefu-judge-distinct", daemon=True).start()
     while True:
-        kind, i, verdict = out.get()
-        if kind == "end":
+        event = out.get()
+        if event[0] == "end":
             return
-        if kind == "error":
-            raise i
-        if kind == "late":
-            yield i, verdict
+        if event[0] == "error":
+            raise event[1]
+        _, position, verdict = event
+        if event[0] == "late":
+            yield position, verdict
             continue
         with lock:
-            i = unique[i]
+            i = unique[position]
             verdicts[i] = verdict
             copies = twins.pop(i)
         yield i, verdict

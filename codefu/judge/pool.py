@@ -7,7 +7,9 @@ actor, gives each submission a global timeout, and resubmits work whose actor di
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -89,6 +91,11 @@ class RayJudgePool:
             raise RuntimeError(f"no Ray node with a CPU is alive{where}: the judge needs at least one")
         self.slots = [self._start(n["NodeID"], n["Resources"]["CPU"]) for n in nodes]
         ray.get([s.actor.node.remote() for s in self.slots])  # fail here, not mid-run, if actors can't start
+        # judge_many may run on several threads at once (self-repair: public checks and hidden-test
+        # scoring): the slots' in-flight counts, restarts and the load each call reports are shared
+        self._lock = threading.RLock()
+        self._loads: dict[int, tuple[int, int]] = {}  # each running call's (queued, in flight)
+        self._calls = itertools.count()
 
     def _start(self, node_id: str, node_cpus: float) -> _Slot:
         cpus = min(self.config.cpus_per_node or node_cpus, node_cpus)
@@ -112,6 +119,26 @@ class RayJudgePool:
         return self._judge_each(items)
 
     def _judge_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
+        call = next(self._calls)
+        try:
+            yield from self._judge_arrivals(items, call)
+        finally:
+            self._report_load(call, None)
+
+    def _report_load(self, call: int, load: tuple[int, int] | None) -> None:
+        """One call's backlog (None: it ended); `on_load` hears the sum over the calls running."""
+        with self._lock:
+            if load is None:
+                self._loads.pop(call, None)
+            else:
+                self._loads[call] = load
+            total = (sum(q for q, _ in self._loads.values()), sum(f for _, f in self._loads.values()))
+        if self.on_load is not None:
+            self.on_load(*total)
+
+    def _judge_arrivals(
+        self, items: Iterable[tuple[Problem, str]], call: int
+    ) -> Iterator[tuple[int, Verdict]]:
         problem_refs: dict[int, ray.ObjectRef] = {}
         queue: deque[tuple[int, ray.ObjectRef, str, int]] = deque()
         arrivals = Arrivals(items)  # items may still be arriving (completions being decoded)
@@ -124,8 +151,7 @@ class RayJudgePool:
                 queue.append((count, problem_refs[id(problem)], response, 1))
                 count += 1
             self._dispatch(queue, in_flight)
-            if self.on_load is not None:
-                self.on_load(len(queue), len(in_flight))
+            self._report_load(call, (len(queue), len(in_flight)))
             if not in_flight:
                 arrivals.wait(1.0)
                 continue
@@ -134,7 +160,8 @@ class RayJudgePool:
             done, _ = ray.wait(list(in_flight), num_returns=1, timeout=timeout)
             for ref in done:
                 i, pref, response, attempt, slot, _ = in_flight.pop(ref)
-                slot.in_flight -= 1
+                with self._lock:
+                    slot.in_flight -= 1
                 try:
                     yield i, ray.get(ref)
                 except (RayActorError, RayTaskError, GetTimeoutError) as e:
@@ -153,24 +180,31 @@ class RayJudgePool:
             for ref, (i, _, _, _, slot, started) in list(in_flight.items()):
                 if now - started > self.config.submission_timeout_s:
                     in_flight.pop(ref)
-                    slot.in_flight -= 1
+                    with self._lock:
+                        slot.in_flight -= 1
                     ray.cancel(ref, force=False)
                     yield i, Verdict(Status.SANDBOX_ERROR, message="judge timeout for this submission")
-        if self.on_load is not None:
-            self.on_load(0, 0)
 
     def _dispatch(self, queue, in_flight) -> None:
-        while queue:
-            slot = min(self.slots, key=lambda s: s.in_flight / s.workers)
-            if slot.in_flight >= slot.workers * self.config.in_flight_per_worker:
-                return
-            i, pref, response, attempt = queue.popleft()
-            ref = slot.actor.judge.remote(pref, response)
-            slot.in_flight += 1
-            in_flight[ref] = (i, pref, response, attempt, slot, time.monotonic())
+        with self._lock:
+            while queue:
+                slot = min(self.slots, key=lambda s: s.in_flight / s.workers)
+                if slot.in_flight >= slot.workers * self.config.in_flight_per_worker:
+                    return
+                i, pref, response, attempt = queue.popleft()
+                ref = slot.actor.judge.remote(pref, response)
+                slot.in_flight += 1
+                in_flight[ref] = (i, pref, response, attempt, slot, time.monotonic())
 
     def _restart(self, slot: _Slot) -> None:
-        """Replace a dead actor (its node may be gone: then drop the slot if others remain)."""
+        """Replace a dead actor (its node may be gone: then drop the slot if others remain); once, when
+        two calls see it fail."""
+        with self._lock:
+            self._restart_unlocked(slot)
+
+    def _restart_unlocked(self, slot: _Slot) -> None:
+        if slot not in self.slots:
+            return  # dropped by another call
         try:
             ray.get(slot.actor.node.remote(), timeout=10)
             return  # still alive: the failure was the task's, not the actor's

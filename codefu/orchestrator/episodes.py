@@ -17,6 +17,7 @@ own tokens are trained; its text is the last program, the one judged on the hidd
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -28,6 +29,8 @@ from codefu.orchestrator.roles import Feedback, Score
 from codefu.rollout.prompts import follow_up_ids
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem, Status
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -148,9 +151,11 @@ def run_episodes(
 
 
 class Conversations(Protocol):
-    """Generation that takes follow-ups while it runs (roles.Conversations on Ray's rollout workers,
-    codefu.rollout.follow_ups.LocalConversations on one engine): iterating gives the completions of the
-    prompts it was opened with, then of each follow-up, in batches as they finish, until `close`."""
+    """Generation that takes follow-ups while it runs (roles.WorkerConversations on Ray's rollout
+    workers, codefu.rollout.follow_ups.LocalConversations on one engine): iterating gives the completions
+    of the prompts it was opened with, then of each follow-up, in batches as they finish, until `close`."""
+
+    last_batch_at: float  # time.perf_counter() when the last batch came
 
     def __iter__(self) -> Iterator[list[Completion]]: ...
 
@@ -158,7 +163,9 @@ class Conversations(Protocol):
         """Generate one sample of `prompt` as prompt_index `index`, the turn after prompt `after`'s."""
         ...
 
-    def close(self) -> None: ...
+    def close(self, abort: bool = False) -> None:
+        """No more follow-ups; `abort`: drop what is being generated (the caller failed)."""
+        ...
 
 
 def run_episodes_async(
@@ -178,7 +185,7 @@ def run_episodes_async(
     each episode ends (its last program can be scored while others still run)."""
     n = sampling.n
     episodes: list[Episode | None] = [None] * (len(problems) * n)
-    later: dict[int, Episode] = {}  # a later turn's prompt index -> its episode
+    episode_of_turn: dict[int, Episode] = {}  # a later turn's prompt index -> its episode
     checking: list[Episode] = []  # the checker's input, in its order (appended on its input thread)
     to_check: queue.Queue[Episode | None] = queue.Queue()
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -205,7 +212,7 @@ def run_episodes_async(
                             c.prompt_index, c.sample_index, c.prompt_ids, [c]
                         )
                     else:
-                        e = later.pop(c.prompt_index)
+                        e = episode_of_turn.pop(c.prompt_index)
                         e.responses.append(c)
                     if e.turns < plan.turns:
                         to_check.put(e)
@@ -215,16 +222,22 @@ def run_episodes_async(
             elif kind == "checked":
                 e = checking[payload[0]]
                 if _goes_on(e, payload[1], plan, sampling):
-                    later[next_index] = e
+                    episode_of_turn[next_index] = e
                     conversation = e.final.prompt_ids + e.final.token_ids + e.feedback_ids[-1]
                     conversations.follow_up(next_index, conversation, after=e.final.prompt_index)
                     next_index += 1
                 else:
                     going -= 1
                     on_end(e)
-    finally:
+    except BaseException:
         to_check.put(None)
-        conversations.close()
+        try:  # the engines drop their work at once; the error that got us here is the one to raise
+            conversations.close(abort=True)
+        except Exception:  # noqa: BLE001 - logged, the first error is raised
+            log.exception("closing the conversations after an error failed too")
+        raise
+    to_check.put(None)
+    conversations.close()
     for pump in pumps:
         pump.join()
     assert all(e is not None for e in episodes), "an episode never had its first turn"

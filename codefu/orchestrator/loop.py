@@ -287,12 +287,14 @@ def episodes_as_they_finish(
                 episodes = run_episodes_async(
                     problems, sampling, plan, conversations, scorer.check_public_each, ended.put
                 )
+                ended.put(None)
+                scored = scoring.result()
+                end = time.perf_counter()  # before the phase's memory moves, as judged_as_they_finish
                 last_token = max(conversations.last_batch_at, start)
         finally:
-            ended.put(None)
-        scored = scoring.result()
+            ended.put(None)  # (again: a second end is never read) the scorer's input ends on any error
     timer.add("generate", last_token - start)
-    timer.add("judge_tail", time.perf_counter() - last_token)
+    timer.add("judge_tail", end - last_token)
     by_episode = {id(e): s for e, s in zip(order, scored, strict=True)}
     return episodes, [by_episode[id(e)] for e in episodes]
 

@@ -207,19 +207,12 @@ class RolloutWorkers:
     ) -> Iterator[list[Completion]]:
         """`generate`'s completions in batches as each worker finishes them (in no fixed order), from the
         workers' streaming generators."""
-        work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(self.actors))) if run]
-        yield from merged(
-            {
-                self.actors[w].generate_stream.remote(
-                    prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w))
-                ): run.start
-                for w, run in work
-            }
-        )
+        streams = launch_streams(self.actors, prompts, sampling)
+        yield from merged({ref: run.start for ref, (_, run) in streams.items()})
 
-    def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> Conversations:
+    def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> WorkerConversations:
         """`generate_stream` that also takes follow-ups (self-repair turns) while it runs."""
-        return Conversations(self.actors, prompts, sampling)
+        return WorkerConversations(self.actors, prompts, sampling)
 
     def load_weights(self, state: Any) -> None:
         """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once)."""
@@ -264,6 +257,20 @@ def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
     }
 
 
+def launch_streams(
+    actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams, follow_ups: str | None = None
+) -> dict[Any, tuple[int, range]]:
+    """Each worker's `generate_stream` on its run of the prompts (split_prompts; workers beyond the prompts
+    get none), with its seed (worker_seed): {stream: (worker, run)}."""
+    work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(actors))) if run]
+    return {
+        actors[w].generate_stream.remote(
+            prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w)), follow_ups
+        ): (w, run)
+        for w, run in work
+    }
+
+
 def merged(streams: dict[Any, int]) -> Iterator[list[Completion]]:
     """The batches of Ray streaming generators (each with the offset of its prompt indices) as they come."""
     streams = dict(streams)
@@ -278,47 +285,46 @@ def merged(streams: dict[Any, int]) -> Iterator[list[Completion]]:
             yield [replace(c, prompt_index=c.prompt_index + streams[stream]) for c in completions]
 
 
-class Conversations:
-    """The workers' streams of `generate_stream` taking follow-ups: iterate for the completions (of the
-    prompts, then of the follow-ups) in batches as they finish; `follow_up` puts a next turn on the worker
-    that wrote the turn before it (its K/V are in that engine's prefix cache); `close` when no more will
-    come. Prompt indices count over all prompts; the caller numbers follow-ups after them."""
+class WorkerConversations:
+    """The workers' streams of `generate_stream` taking follow-ups (codefu.orchestrator.episodes'
+    `Conversations`): iterate for the completions (of the prompts, then of the follow-ups) in batches as
+    they finish; `follow_up` puts a next turn on the worker that wrote the turn before it (its K/V are in
+    that engine's prefix cache); `close` when no more will come. Prompt indices count over all prompts;
+    the caller numbers follow-ups after them."""
 
     def __init__(self, actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams):
         self.actors = actors
         self.name = uuid.uuid4().hex  # the workers' inboxes of this stream
-        work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(actors))) if run]
-        self.offset = {w: run.start for w, run in work}
-        self.worker_of = {i: w for w, run in work for i in run}
-        self.streams = {
-            actors[w].generate_stream.remote(
-                prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w)),
-                self.name,
-            ): run.start
-            for w, run in work
-        }
-        self.calls: list[Any] = []  # the follow-up calls, whose errors `close` raises
+        self.streams = launch_streams(actors, prompts, sampling, self.name)
+        self.offset = {w: run.start for w, run in self.streams.values()}
+        self.worker_of = {i: w for w, run in self.streams.values() for i in run}
+        self.calls: list[Any] = []  # follow-up calls not known to have succeeded yet
         self.closed = False
         self.last_batch_at = 0.0  # time.perf_counter() when the last batch came
 
     def __iter__(self) -> Iterator[list[Completion]]:
-        for batch in merged(self.streams):
+        for batch in merged({ref: run.start for ref, (_, run) in self.streams.items()}):
             self.last_batch_at = time.perf_counter()
             yield batch
 
     def follow_up(self, index: int, prompt: list[int], after: int) -> None:
-        """Prompt `index` (its completion's prompt_index) after the turn of prompt `after`, on its worker."""
+        """Prompt `index` (its completion's prompt_index) after the turn of prompt `after`, on its worker.
+        Raises the error of an earlier follow-up call (its turn would never come)."""
+        if self.calls:
+            done, self.calls = ray.wait(self.calls, num_returns=len(self.calls), timeout=0)
+            ray.get(done)
         w = self.worker_of[index] = self.worker_of[after]
         local = FollowUp(index - self.offset[w], prompt)
         self.calls.append(self.actors[w].follow_up.remote(self.name, [local]))
 
-    def close(self) -> None:
-        """No more follow-ups; raises the first error of a follow-up call."""
+    def close(self, abort: bool = False) -> None:
+        """No more follow-ups; raises the first error of a follow-up call. `abort`: the workers drop what
+        they are generating (the caller failed)."""
         if self.closed:
             return
         self.closed = True
-        ends = [self.actors[w].end_follow_ups.remote(self.name) for w in self.offset]
-        ray.get(self.calls + ends)
+        ends = [self.actors[w].end_follow_ups.remote(self.name, abort) for w in self.offset]
+        ray.get(ends if abort else self.calls + ends)
 
 
 def needs_reference(cfg: RunConfig) -> bool:
@@ -436,9 +442,11 @@ class Roles:
             self._engine_stats.append(self.rollout.stats())
 
     @contextlib.contextmanager
-    def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> Iterator[Conversations]:
-        """The rollout workers' `Conversations` (self-repair turns as they come), in a generation phase of
-        their own unless one is open; closed at the end."""
+    def conversations(
+        self, prompts: list[list[int]], sampling: SamplingParams
+    ) -> Iterator[WorkerConversations]:
+        """The rollout workers' `WorkerConversations` (self-repair turns as they come), in a generation
+        phase of their own unless one is open; closed at the end."""
         with self.generating():
             conversations = self.rollout.conversations(prompts, sampling)
             try:

@@ -13,6 +13,7 @@ returning any `RolloutEngine` (it is pickled to the actor: keep it importable fr
 
 from __future__ import annotations
 
+import inspect
 import os
 import socket
 import threading
@@ -65,8 +66,12 @@ class RolloutWorker:
         if follow_ups is None:
             yield from stream(prompts, sampling)
             return
+        inbox = self._inbox(follow_ups)
         try:
-            yield from stream(prompts, sampling, self._inbox(follow_ups))
+            if "follow_ups" in inspect.signature(stream).parameters:
+                yield from stream(prompts, sampling, inbox)
+            else:  # an engine's stream that cannot take them: a batch of what came after each stream
+                yield from follow_ups_in_batches(stream, prompts, sampling, inbox)
         finally:
             with self._inboxes_lock:
                 self._inboxes.pop(follow_ups, None)
@@ -84,17 +89,18 @@ class RolloutWorker:
         )
 
     # on a thread of their own (the actor's "follow_ups" concurrency group), so they reach the inbox while
-    # generate_stream runs; one thread: they take effect in the order they were called
+    # generate_stream runs (Ray does not promise their order: the driver ends a stream only after every
+    # follow-up it put came back, or when it gives up)
     @ray.method(concurrency_group="follow_ups")
     def follow_up(self, stream: str, follow_ups: list[FollowUp]) -> None:
         """More prompts for the running `generate_stream(..., follow_ups=stream)`."""
         self._inbox(stream).put(follow_ups)
 
     @ray.method(concurrency_group="follow_ups")
-    def end_follow_ups(self, stream: str) -> None:
+    def end_follow_ups(self, stream: str, abort: bool = False) -> None:
         """No more follow-ups: that stream ends when what it has is done (also when it has not started:
-        a driver that gives up early must not leave it waiting)."""
-        self._inbox(stream).close()
+        a driver that gives up early must not leave it waiting); with `abort`, at once."""
+        self._inbox(stream).close(abort)
 
     def _inbox(self, stream: str) -> FollowUps:
         with self._inboxes_lock:  # whichever side comes first makes it

@@ -14,6 +14,7 @@ A follow-up is sampled once (n = 1) with the stream's sampling settings; its com
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +34,7 @@ class FollowUps:
     def __init__(self) -> None:
         self._waiting: list[FollowUp] = []
         self._closed = False
+        self.aborted = False  # the caller gave up: the stream stops, dropping what it runs
         self._changed = threading.Condition()
 
     def put(self, follow_ups: list[FollowUp]) -> None:
@@ -42,10 +44,13 @@ class FollowUps:
             self._waiting += follow_ups
             self._changed.notify_all()
 
-    def close(self) -> None:
-        """No more follow-ups: the stream ends once those put so far are done."""
+    def close(self, abort: bool = False) -> None:
+        """No more follow-ups: the stream ends once those put so far are done; with `abort` (the caller
+        failed and will not read the rest) at once, dropping what is waiting and running."""
         with self._changed:
             self._closed = True
+            if abort:
+                self.aborted, self._waiting = True, []
             self._changed.notify_all()
 
     def take(self, wait: bool) -> list[FollowUp] | None:
@@ -68,15 +73,18 @@ class LocalConversations:
     def __init__(self, engine: Any, prompts: list[list[int]], sampling: SamplingParams):
         self.engine, self.prompts, self.sampling = engine, prompts, sampling
         self.inbox = FollowUps()
+        self.last_batch_at = 0.0  # time.perf_counter() when the last batch came
 
     def __iter__(self) -> Iterator[list[Completion]]:
-        return self.engine.generate_stream(self.prompts, self.sampling, self.inbox)
+        for batch in self.engine.generate_stream(self.prompts, self.sampling, self.inbox):
+            self.last_batch_at = time.perf_counter()
+            yield batch
 
     def follow_up(self, index: int, prompt: list[int], after: int) -> None:
         self.inbox.put([FollowUp(index, prompt)])
 
-    def close(self) -> None:
-        self.inbox.close()
+    def close(self, abort: bool = False) -> None:
+        self.inbox.close(abort)
 
 
 def follow_ups_in_batches(
@@ -86,7 +94,7 @@ def follow_ups_in_batches(
     follow-ups that came meanwhile as a batch of its own, until the inbox closes."""
     yield from stream(prompts, sampling)
     lot = 0
-    while (batch := follow_ups.take(wait=True)) is not None:
+    while not follow_ups.aborted and (batch := follow_ups.take(wait=True)) is not None:
         lot += 1  # each lot draws its own samples (the same seed would repeat the first lot's draws)
         seed = None if sampling.seed is None else sampling.seed + 10_007 * lot
         for done in stream([f.prompt for f in batch], replace(sampling, n=1, seed=seed)):

@@ -109,5 +109,5 @@ def test_codefu_train_runs_two_turn_episodes(tmp_path, tiny_model_dir, async_tur
     assert all(row["rollout/turns_mean"] == 2.0 and "judge/pass_rate_turn2" in row for row in rows)
     assert all(row["reward/turn_shaping"] == pytest.approx(-0.1) for row in rows)
     assert "eval/turn2_pass@1" in rows[-1] and "eval/turn2_pass@1_ci_low" in rows[-1]
-    if async_turns:  # generation to the last token, then the checks that end the last episodes
-        assert all(row["timing/generate_s"] > 0 and row["timing/judge_tail_s"] >= 0 for row in rows)
+    if async_turns:  # judged as they went: generation to the last token, then the tail; no judge phase after
+        assert all("timing/judge_tail_s" in row and "timing/judge_s" not in row for row in rows)

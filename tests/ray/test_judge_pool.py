@@ -1,6 +1,8 @@
 """The judge pool on a real local Ray cluster: same verdicts as the local judge, dead workers retried,
 stuck submissions timed out."""
 
+import threading
+
 import pytest
 import ray
 
@@ -86,3 +88,38 @@ def test_pool_judges_submissions_as_they_arrive(local_ray):
         pool.close()
     assert [verdicts[i].status for i in range(3)] == [Status.ACCEPTED, Status.WRONG_ANSWER, Status.ACCEPTED]
     assert [verdicts[i].reused for i in range(3)] == [False, False, True]
+
+
+def test_two_calls_at_once_share_the_slots_and_the_reported_load(local_ray):
+    """Self-repair judges public-test checks and hidden-test scores at the same time, on two threads: each
+    call gets all its verdicts, the pool never has more in flight than its slots hold, and the backlog it
+    reports is both calls' together: the short call ending does not report 0 while the long one works."""
+    backlog, in_flight = [], []
+
+    def on_load(queued, flying):
+        backlog.append(queued + flying)
+        in_flight.append(flying)
+
+    pool = RayJudgePool(JudgeConfig(), PoolConfig(in_flight_per_worker=1), on_load=on_load)
+    try:
+        sizes = [2, 8]
+        programs = [[(PROBLEM, SLOW_RIGHT[:-3] + f"# {c}-{k}\n```") for k in range(n)] for c, n in enumerate(sizes)]
+        results: list[dict] = [{}, {}]
+
+        def judge(c):
+            results[c] = dict(pool.judge_many(programs[c]))
+
+        threads = [threading.Thread(target=judge, args=(c,)) for c in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a call never ended"
+        for c, n in enumerate(sizes):
+            assert sorted(results[c]) == list(range(n))
+            assert all(v.status is Status.ACCEPTED for v in results[c].values())
+        assert max(in_flight) <= pool.capacity and all(s.in_flight == 0 for s in pool.slots)
+        first_zero = backlog.index(0)
+        assert all(b == 0 for b in backlog[first_zero:]), backlog  # 0 only once both are done
+    finally:
+        pool.close()

@@ -390,8 +390,7 @@ def test_async_turns_raise_a_failing_check_or_generation_instead_of_waiting():
     conversations = LocalConversations(Fakes({}), PROMPTS, sampling)
     with pytest.raises(RuntimeError, match="the judge is gone"):
         run_episodes_async(PROBLEMS, sampling, plan, conversations, broken_check)
-    with pytest.raises(RuntimeError, match="after close"):  # closed: the engine's stream can end
-        conversations.inbox.put([])
+    assert conversations.inbox.aborted  # the engine drops its work: nobody will read it
 
     class BrokenEngine(Fakes):
         def generate(self, prompts, sampling):

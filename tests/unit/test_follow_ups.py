@@ -32,6 +32,10 @@ def test_the_inbox_gives_what_was_put_once_and_none_when_closed_and_empty():
     assert inbox.take(wait=True) is None and inbox.take(wait=False) is None
     with pytest.raises(RuntimeError, match="after close"):
         inbox.put([FollowUp(9, [6])])
+    aborted = FollowUps()
+    aborted.put([FollowUp(1, [1])])
+    aborted.close(abort=True)  # the caller failed: what waits is dropped
+    assert aborted.aborted and aborted.take(wait=True) is None
 
 
 def engine() -> TransformersEngine:
@@ -86,6 +90,16 @@ def test_the_worker_routes_follow_ups_by_stream_name_and_an_early_end_does_not_l
 
         def load_weights(self, state):
             pass
+
+    class TwoArgumentStream(GenerateOnly):  # an engine whose stream takes no follow-ups
+        def generate_stream(self, prompts, sampling):
+            yield self.generate(prompts, sampling)
+
+    streaming = RolloutWorker(TwoArgumentStream)
+    streaming.follow_up("s4", [FollowUp(7, PROMPTS[0])])
+    streaming.end_follow_ups("s4")
+    streamed = [c for b in streaming.generate_stream(PROMPTS[1:], SAMPLING, "s4") for c in b]
+    assert [(c.prompt_index, c.sample_index) for c in streamed] == [(0, 0), (0, 1), (7, 0)]
 
     plain = RolloutWorker(GenerateOnly)
     plain.follow_up("s3", [FollowUp(9, PROMPTS[0])])

@@ -520,7 +520,15 @@ def test_follow_ups_join_the_running_batch_and_the_stream_ends_when_closed(hf):
 
     closed = FollowUps()
     closed.close()
-    assert [c.prompt_index for b in engine.generate_stream(PROMPTS[:2], sampling, closed) for c in b] != []
+    assert sorted(c.prompt_index for b in engine.generate_stream(PROMPTS[:2], sampling, closed) for c in b) == [0, 1]
+    aborted, got = FollowUps(), []
+    for batch in engine.generate_stream(PROMPTS, sampling, aborted):  # the caller gives up at the first
+        got += batch
+        aborted.put([FollowUp(50, PROMPTS[0])])
+        aborted.close(abort=True)
+    assert len(got) < len(PROMPTS) and all(c.prompt_index != 50 for c in got)
+    again = engine.generate(PROMPTS, sampling)  # the dropped sequences' blocks do not leak into the next call
+    assert [c.token_ids for c in again] == [c.token_ids for c in engine.generate(PROMPTS, sampling)]
     too_long = FollowUps()
     too_long.put([FollowUp(99, list(range(1, 300)))])
     with pytest.raises(ValueError, match="follow-up 99 has 299 tokens"):

@@ -109,7 +109,12 @@ def test_a_self_repair_turn_checks_the_public_tests_while_decoding():
 
 class RepairingEngine:
     """An engine taking follow-ups (batch by batch): prompt 0 writes "no", prompt 1 "ok"; a later turn
-    writes "fixed" or "still no" by its conversation's length (each sample's first reply differs)."""
+    writes "fixed" or "still no" by its conversation's length (each sample's first reply differs). It
+    writes the later turns only once `scored` is set: the hidden-test scoring of the episodes that ended
+    at turn 1 must have begun while the others still run."""
+
+    def __init__(self, scored: threading.Event):
+        self.scored = scored
 
     def generate_stream(self, prompts, sampling, follow_ups=None):
         def once(prompts, sampling):
@@ -119,6 +124,7 @@ class RepairingEngine:
                     if len(p) == 2:  # a first turn
                         out.append(completion(i, j, "no" if i == 0 else "ok"))
                     else:
+                        assert self.scored.wait(timeout=10), "no episode was scored before the last turns"
                         text = "fixed" if len(p) % 2 else "still no"
                         out.append(replace(completion(i, j, text), prompt_ids=p))
             yield out
@@ -128,14 +134,13 @@ class RepairingEngine:
 
 
 class ConversingRoles:
-    def __init__(self):
-        self.phases = 0
+    def __init__(self, engine):
+        self.engine, self.phases = engine, 0
 
     @contextlib.contextmanager
     def conversations(self, prompts, sampling):
         self.phases += 1
-        conversations = LocalConversations(RepairingEngine(), prompts, sampling)
-        conversations.last_batch_at = 0.0
+        conversations = LocalConversations(self.engine, prompts, sampling)
         try:
             yield conversations
         finally:
@@ -143,23 +148,43 @@ class ConversingRoles:
 
 
 class AcceptOkAndFixed:
+    """ACCEPTED for "ok" and "fixed"; sets `scored` at the first hidden-test item (a problem of PROBLEMS
+    itself; the public checks get copies); `fail_scoring`: the hidden-test scoring fails."""
+
     judge_config = JudgeConfig()
 
+    def __init__(self, fail_scoring: bool = False):
+        self.scored, self.fail_scoring = threading.Event(), fail_scoring
+
     def judge_many(self, items):
-        for i, (_, response) in enumerate(items):
+        for i, (problem, response) in enumerate(items):
+            if any(problem is p for p in PROBLEMS):
+                if self.fail_scoring:
+                    raise RuntimeError("the judge's node went away")
+                self.scored.set()
             status = Status.ACCEPTED if response in ("ok", "fixed") else Status.WRONG_ANSWER
             yield i, Verdict(status, tests=[TestResult(status)])
 
 
 def test_async_turns_score_each_episode_as_it_ends_and_give_the_scores_in_episode_order():
-    roles, timer = ConversingRoles(), StepTimer()
+    judge, timer = AcceptOkAndFixed(), StepTimer()
+    roles = ConversingRoles(RepairingEngine(judge.scored))
     plan = EpisodePlan(turns=2, follow_up=lambda text, reply: [9])
     episodes, scores = episodes_as_they_finish(
-        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles, JudgeScorer(AcceptOkAndFixed(), "binary"),
-        timer)
+        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles, JudgeScorer(judge, "binary"), timer)
     assert [(e.prompt_index, e.sample_index) for e in episodes] == [(p, s) for p in range(2) for s in range(3)]
     assert [e.turns for e in episodes] == [2, 2, 2, 1, 1, 1]
     finals = [e.final.text for e in episodes]
     assert finals[:3] != ["fixed"] * 3 and "fixed" in finals  # the second turns differ
     assert [s.passed for s in scores] == [t in ("ok", "fixed") for t in finals]
     assert set(timer.seconds) == {"generate", "judge_tail"} and roles.phases == 1
+
+
+def test_async_turns_raise_a_failing_hidden_test_scoring():
+    judge = AcceptOkAndFixed(fail_scoring=True)
+    roles = ConversingRoles(RepairingEngine(threading.Event()))
+    roles.engine.scored.set()  # nothing waits for the scoring here
+    plan = EpisodePlan(turns=2, follow_up=lambda text, reply: [9])
+    with pytest.raises(RuntimeError, match="went away"):
+        episodes_as_they_finish(PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles,
+                                JudgeScorer(judge, "binary"), StepTimer())

@@ -287,7 +287,10 @@ class NativeEngine:
         self.resume_memory()
         self.start(prompts, sampling)
         finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
+        inbox = follow_ups
         while True:
+            if inbox is not None and inbox.aborted:
+                return  # the caller gave up: what runs is dropped (the next start() resets the blocks)
             if follow_ups is not None:
                 arrived = follow_ups.take(wait=self.done)  # idle: nothing to do until one comes
                 if arrived is None:
