@@ -63,7 +63,10 @@ def test_two_turn_episodes_train_only_the_models_tokens(local_ray, tmp_path, mon
 
 
 def secret_run(tmp_path: Path, name: str, reveal: bool, steps: int) -> list[float]:
-    cfg = two_turns(tmp_path, steps)
+    # lock-step: reproducible for the seed. The toy has a local optimum at the blind policy (one character,
+    # half the problems) that some trajectories settle in for the 25 steps: asynchronous turns reached it
+    # with seed 0 and learned fully with seed 1, lock-step learned with both (docs/LOG.md, 2026-12-02)
+    cfg = two_turns(tmp_path, steps, async_turns=False)
     cfg = replace(cfg, data=replace(cfg.data, prompts_per_step=8), trainer=replace(cfg.trainer, lr=1e-2))
     run_dir = tmp_path / name
     loop.train(cfg, run_dir, secret_problems(), [], tiny_tokenizer(), SecretCharScorer(reveal),
