@@ -94,7 +94,7 @@ class RayJudgePool:
         # judge_many may run on several threads at once (self-repair: public checks and hidden-test
         # scoring): the slots' in-flight counts, restarts and the load each call reports are shared
         self._lock = threading.RLock()
-        self._loads: dict[int, tuple[int, int]] = {}  # each running call's (queued, in flight)
+        self._queued: dict[int, int] = {}  # each running call's submissions not yet sent
         self._calls = itertools.count()
 
     def _start(self, node_id: str, node_cpus: float) -> _Slot:
@@ -125,14 +125,15 @@ class RayJudgePool:
         finally:
             self._report_load(call, None)
 
-    def _report_load(self, call: int, load: tuple[int, int] | None) -> None:
-        """One call's backlog (None: it ended); `on_load` hears the sum over the calls running."""
+    def _report_load(self, call: int, queued: int | None) -> None:
+        """One call's queue (None: it ended); `on_load` hears every running call's queue and what is in
+        flight on the slots."""
         with self._lock:
-            if load is None:
-                self._loads.pop(call, None)
+            if queued is None:
+                self._queued.pop(call, None)
             else:
-                self._loads[call] = load
-            total = (sum(q for q, _ in self._loads.values()), sum(f for _, f in self._loads.values()))
+                self._queued[call] = queued
+            total = (sum(self._queued.values()), sum(s.in_flight for s in self.slots))
         if self.on_load is not None:
             self.on_load(*total)
 
@@ -151,7 +152,7 @@ class RayJudgePool:
                 queue.append((count, problem_refs[id(problem)], response, 1))
                 count += 1
             self._dispatch(queue, in_flight)
-            self._report_load(call, (len(queue), len(in_flight)))
+            self._report_load(call, len(queue))
             if not in_flight:
                 arrivals.wait(1.0)
                 continue
