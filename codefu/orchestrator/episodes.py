@@ -168,6 +168,27 @@ class Conversations(Protocol):
         ...
 
 
+class EpisodeFeed:
+    """Episodes handed to a judge one by one from another thread: iterating gives (problem, last program)
+    of each as it is `put`, until `end()`; `given[i]` is the episode at the judge's position i."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        self.given: list[Episode] = []  # appended on the judge's arrivals thread
+        self._queue: queue.Queue[Episode | None] = queue.Queue()
+
+    def put(self, episode: Episode) -> None:
+        self._queue.put(episode)
+
+    def end(self) -> None:
+        self._queue.put(None)
+
+    def __iter__(self) -> Iterator[tuple[Problem, str]]:
+        while (e := self._queue.get()) is not None:
+            self.given.append(e)
+            yield self.problems[e.prompt_index], e.final.text
+
+
 def run_episodes_async(
     problems: list[Problem],
     sampling: SamplingParams,
@@ -186,18 +207,11 @@ def run_episodes_async(
     n = sampling.n
     episodes: list[Episode | None] = [None] * (len(problems) * n)
     episode_of_turn: dict[int, Episode] = {}  # a later turn's prompt index -> its episode
-    checking: list[Episode] = []  # the checker's input, in its order (appended on its input thread)
-    to_check: queue.Queue[Episode | None] = queue.Queue()
+    to_check = EpisodeFeed(problems)
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
-
-    def check_input() -> Iterator[tuple[Problem, str]]:
-        while (e := to_check.get()) is not None:
-            checking.append(e)
-            yield problems[e.prompt_index], e.final.text
-
     pumps = [
         _pump(iter(conversations), "written", events),
-        _pump(check_each(check_input()), "checked", events),
+        _pump(check_each(to_check), "checked", events),
     ]
     going, next_index = len(episodes), len(problems)
     try:
@@ -220,7 +234,7 @@ def run_episodes_async(
                         going -= 1
                         on_end(e)
             elif kind == "checked":
-                e = checking[payload[0]]
+                e = to_check.given[payload[0]]
                 if _goes_on(e, payload[1], plan, sampling):
                     episode_of_turn[next_index] = e
                     conversation = e.final.prompt_ids + e.final.token_ids + e.feedback_ids[-1]
@@ -230,13 +244,13 @@ def run_episodes_async(
                     going -= 1
                     on_end(e)
     except BaseException:
-        to_check.put(None)
+        to_check.end()
         try:  # the engines drop their work at once; the error that got us here is the one to raise
             conversations.close(abort=True)
         except Exception:  # noqa: BLE001 - logged, the first error is raised
             log.exception("closing the conversations after an error failed too")
         raise
-    to_check.put(None)
+    to_check.end()
     conversations.close()
     for pump in pumps:
         pump.join()

@@ -8,7 +8,6 @@ draws the same samples it would have drawn without the interruption.
 from __future__ import annotations
 
 import logging
-import queue
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +36,7 @@ from codefu.orchestrator.batching import completions_to_batch, mixed_groups
 from codefu.orchestrator.config import AlgoConfig, RunConfig
 from codefu.orchestrator.episodes import (
     Episode,
+    EpisodeFeed,
     EpisodePlan,
     Turn,
     episode_metrics,
@@ -271,31 +271,24 @@ def episodes_as_they_finish(
     """Self-repair episodes without the lock-step (rollout.async_turns), each scored on the hidden tests
     as it ends, while others still run. Returns the episodes in (prompt, sample) order and their scores;
     times generate (to the last token) and judge_tail (the checks and scores after it)."""
-    ended: queue.Queue[Episode | None] = queue.Queue()
-    order: list[Episode] = []  # the scorer's input, in its order (appended on its arrivals thread)
-
-    def endings() -> Iterator[tuple[Problem, str]]:
-        while (e := ended.get()) is not None:
-            order.append(e)
-            yield problems[e.prompt_index], e.final.text
-
+    ended = EpisodeFeed(problems)
     with ThreadPoolExecutor(1, thread_name_prefix="codefu-scores") as pool:
-        scoring = pool.submit(scorer.score_stream, endings())
+        scoring = pool.submit(scorer.score_stream, ended)
         try:
             with roles.conversations(prompts, sampling) as conversations:
                 start = time.perf_counter()
                 episodes = run_episodes_async(
                     problems, sampling, plan, conversations, scorer.check_public_each, ended.put
                 )
-                ended.put(None)
+                ended.end()
                 scored = scoring.result()
                 end = time.perf_counter()  # before the phase's memory moves, as judged_as_they_finish
                 last_token = max(conversations.last_batch_at, start)
         finally:
-            ended.put(None)  # (again: a second end is never read) the scorer's input ends on any error
+            ended.end()  # (again: a second end is never read) the scorer's input ends on any error
     timer.add("generate", last_token - start)
     timer.add("judge_tail", end - last_token)
-    by_episode = {id(e): s for e, s in zip(order, scored, strict=True)}
+    by_episode = {id(e): s for e, s in zip(ended.given, scored, strict=True)}
     return episodes, [by_episode[id(e)] for e in episodes]
 
 

@@ -207,8 +207,7 @@ class RolloutWorkers:
     ) -> Iterator[list[Completion]]:
         """`generate`'s completions in batches as each worker finishes them (in no fixed order), from the
         workers' streaming generators."""
-        streams = launch_streams(self.actors, prompts, sampling)
-        yield from merged({ref: run.start for ref, (_, run) in streams.items()})
+        yield from merged(launch_streams(self.actors, prompts, sampling))
 
     def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> WorkerConversations:
         """`generate_stream` that also takes follow-ups (self-repair turns) while it runs."""
@@ -271,9 +270,9 @@ def launch_streams(
     }
 
 
-def merged(streams: dict[Any, int]) -> Iterator[list[Completion]]:
-    """The batches of Ray streaming generators (each with the offset of its prompt indices) as they come."""
-    streams = dict(streams)
+def merged(launched: dict[Any, tuple[int, range]]) -> Iterator[list[Completion]]:
+    """The batches of `launch_streams`' streams as they come, prompt indices counted over all prompts."""
+    streams = dict(launched)
     while streams:
         ready, _ = ray.wait(list(streams), num_returns=1)
         for stream in ready:
@@ -282,7 +281,8 @@ def merged(streams: dict[Any, int]) -> Iterator[list[Completion]]:
             except StopIteration:
                 del streams[stream]
                 continue
-            yield [replace(c, prompt_index=c.prompt_index + streams[stream]) for c in completions]
+            offset = streams[stream][1].start
+            yield [replace(c, prompt_index=c.prompt_index + offset) for c in completions]
 
 
 class WorkerConversations:
@@ -303,7 +303,7 @@ class WorkerConversations:
         self.last_batch_at = 0.0  # time.perf_counter() when the last batch came
 
     def __iter__(self) -> Iterator[list[Completion]]:
-        for batch in merged({ref: run.start for ref, (_, run) in self.streams.items()}):
+        for batch in merged(self.streams):
             self.last_batch_at = time.perf_counter()
             yield batch
 

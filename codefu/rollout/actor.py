@@ -70,23 +70,15 @@ class RolloutWorker:
         try:
             if "follow_ups" in inspect.signature(stream).parameters:
                 yield from stream(prompts, sampling, inbox)
-            else:  # an engine's stream that cannot take them: a batch of what came after each stream
+            else:  # a stream that cannot take them: each lot that came meanwhile as a stream of its own
                 yield from follow_ups_in_batches(stream, prompts, sampling, inbox)
         finally:
             with self._inboxes_lock:
                 self._inboxes.pop(follow_ups, None)
 
-    def _in_one_batch(
-        self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: FollowUps | None = None
-    ) -> Iterator[list[Completion]]:
-        """The stream of an engine that has only `generate`: one batch (then one per lot of follow-ups)."""
-
-        def once(prompts: list[list[int]], sampling: SamplingParams) -> Iterator[list[Completion]]:
-            yield self.engine.generate(prompts, sampling)
-
-        yield from once(prompts, sampling) if follow_ups is None else follow_ups_in_batches(
-            once, prompts, sampling, follow_ups
-        )
+    def _in_one_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> Iterator[list[Completion]]:
+        """The stream of an engine that has only `generate`: one batch."""
+        yield self.engine.generate(prompts, sampling)
 
     # on a thread of their own (the actor's "follow_ups" concurrency group), so they reach the inbox while
     # generate_stream runs (Ray does not promise their order: the driver ends a stream only after every

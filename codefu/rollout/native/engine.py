@@ -287,19 +287,19 @@ class NativeEngine:
         self.resume_memory()
         self.start(prompts, sampling)
         finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
-        inbox = follow_ups
+        taking = follow_ups is not None  # until the inbox closes
         while True:
-            if inbox is not None and inbox.aborted:
+            if follow_ups is not None and follow_ups.aborted:
                 return  # the caller gave up: what runs is dropped (the next start() resets the blocks)
-            if follow_ups is not None:
+            if taking:
                 arrived = follow_ups.take(wait=self.done)  # idle: nothing to do until one comes
                 if arrived is None:
-                    follow_ups = None  # closed: what is running is all there is
+                    taking = False  # closed: what is running is all there is
                 else:
                     self.add(arrived)
-            if self.done and follow_ups is None:
-                break
             if self.done:
+                if not taking:
+                    break
                 continue
             self.step()
             finishing += self.scheduler.finished
