@@ -109,9 +109,11 @@ def main() -> int:
             memory = dict(roles.memory_metrics)  # the generation phase's: offload, reload, KV cache
             loop.update_step(cfg, roles, sampled, timer, step)
             walls = {"sample_step_s": t1 - t0, "update_step_s": time.perf_counter() - t1}
+            record = step_record(timer.metrics() | walls, sampled) | memory
             if step >= args.warmup:
-                steps.append(step_record(timer.metrics() | walls, sampled) | memory)
-                print(json.dumps(steps[-1]), flush=True)
+                steps.append(record)
+            # warm-up steps too: a run cut short by a time limit still shows how far it got
+            print(json.dumps({"step": step, "warmup": step < args.warmup} | record), flush=True)
         parts = {} if args.no_parts else parts_alone(cfg, roles, scorer, sampled, encode)
         print(json.dumps({"parts": parts}), flush=True)
     finally:
@@ -189,9 +191,10 @@ def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: loop.Sampled, enc
     advantages = torch.randn(len(completions))
     batch = completions_to_batch(completions, advantages, torch.ones(len(completions), dtype=torch.bool))
     t = time.perf_counter()
+    recompute = loop.behaviour_logprobs(cfg, batch)
     batch_ref = ray.put(batch)
     out["put_s"] = time.perf_counter() - t
-    if cfg.algo.recompute_logprobs:
+    if recompute:
         t = time.perf_counter()
         batch.old_logprobs = roles.logprobs(batch_ref)
         out["old_logprobs_s"] = time.perf_counter() - t

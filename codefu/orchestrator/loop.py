@@ -321,17 +321,13 @@ def update_step(
         )
         metrics["policy/advantage_abs_mean"] = float(advantages.abs().mean())
     batch = completions_to_batch(sampled.completions, advantages, valid)
-    correction = cfg.trainer.rollout_correction != "none"
-    if correction:
-        batch.rollout_logprobs = batch.old_logprobs  # the engine's: the importance weights' denominator
+    recompute = behaviour_logprobs(cfg, batch)
     with timer.phase("train"):
         batch_ref = ray.put(batch)
-        if a.recompute_logprobs:
+        if recompute:
             trainer_lp = roles.logprobs(batch_ref)
             metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
             batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
-        elif correction:
-            batch.old_logprobs = None  # no extra pass: the update's own forward is pi_old (TrainerWorker)
         if roles.reference is not None:
             batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
     if with_critic:
@@ -346,6 +342,18 @@ def update_step(
     with timer.phase("sync"):
         roles.sync_weights()
     return metrics
+
+
+def behaviour_logprobs(cfg: RunConfig, batch: Batch) -> bool:
+    """Sets up the batch's sampling-policy log-probs (`batch.old_logprobs` holds the engine's): with a
+    rollout correction they become `rollout_logprobs`, and without the recompute pass `old_logprobs` is
+    cleared (the update's own forward is pi_old, TrainerWorker). Returns whether the trainer must
+    recompute pi_old (algo.recompute_logprobs)."""
+    if cfg.trainer.rollout_correction != "none":
+        batch.rollout_logprobs = batch.old_logprobs  # the engine's: the importance weights' denominator
+        if not cfg.algo.recompute_logprobs:
+            batch.old_logprobs = None  # no extra pass
+    return cfg.algo.recompute_logprobs
 
 
 def gae_targets(a: AlgoConfig, batch: Batch, rewards: torch.Tensor, values: torch.Tensor) -> dict[str, float]:

@@ -11,6 +11,7 @@ from codefu.algo.rollout_correction import ROLLOUT_CORRECTIONS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCHEDULES = ("constant", "cosine")
+PACKINGS = ("padded", "shared_prefix")
 
 
 @dataclass
@@ -82,6 +83,13 @@ class TrainerConfig:
     """The same budget for the forward-only passes (old log-probs, the reference's, the critic's values):
     they keep no activations for a backward, so several times micro_batch_tokens usually fits; 0: the
     same as micro_batch_tokens."""
+    packing: str = "padded"
+    """How a micro-batch's rows are laid out. padded: right-padded rows (b x longest), SDPA's causal
+    kernel. shared_prefix: the rows end to end in one row without padding, rows that begin alike (a
+    prompt's n samples) computing their common prefix once, FlexAttention's block-sparse mask on CUDA
+    (packing.py); exact, and the micro-batch budgets count the packed row's tokens. On GPU with n samples
+    per prompt it saves (n - 1) prompts of compute per group; mini-batches then hold whole groups (as
+    verl's do) and `shuffle` permutes groups. On CPU it uses a dense L x L mask (small micro-batches)."""
     shuffle: bool = True
     """Permute the batch (seeded by seed, step and epoch: the same on every rank and after a resume) before
     cutting it into mini-batches."""
@@ -140,6 +148,8 @@ class TrainerConfig:
             (self.schedule != "cosine" or self.total_steps > 0, "schedule='cosine' needs total_steps > 0"),
             (self.temperature > 0, "temperature must be > 0"),
             (self.dual_clip is None or self.dual_clip > 1.0, "dual_clip must be > 1 or None"),
+            (self.packing in PACKINGS, f"packing must be one of {PACKINGS}"),
+            (self.packing == "padded" or self.sp_degree == 1, "packing='shared_prefix' needs sp_degree 1"),
             (self.policy_loss in POLICY_LOSSES, f"policy_loss must be one of {POLICY_LOSSES}"),
             (self.dual_clip is None or self.policy_loss == "ppo", "dual_clip is for policy_loss='ppo' only"),
             # a GSPO ratio averages over the whole sequence; a sequence-parallel rank holds a window of it

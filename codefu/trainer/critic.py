@@ -16,6 +16,7 @@ from codefu.algo.loss import LossSettings
 from codefu.algo.value_loss import value_loss
 from codefu.trainer.batch import Batch
 from codefu.trainer.config import TrainerConfig
+from codefu.trainer.packing import PackedLayout
 from codefu.trainer.sequence_parallel import token_window
 from codefu.trainer.worker import TrainerWorker
 
@@ -59,8 +60,10 @@ class CriticWorker(TrainerWorker):
         if batch.old_values is None or batch.returns is None:
             raise ValueError("the critic's update() needs batch.old_values and batch.returns")
 
-    def _micro_loss(self, mb: Batch, normalizer: float) -> tuple[Tensor, dict[str, float], dict[str, float]]:
-        values, _, (lo, hi) = self._forward(mb, with_entropy=False)
+    def _micro_loss(
+        self, mb: Batch, normalizer: float, layout: PackedLayout | None = None
+    ) -> tuple[Tensor, dict[str, float], dict[str, float]]:
+        values, _, (lo, hi) = self._forward(mb, False, layout)
         assert mb.old_values is not None and mb.returns is not None
         loss, m = value_loss(
             values,
@@ -79,6 +82,7 @@ class CriticWorker(TrainerWorker):
         self, totals: dict[str, float], batch: Batch, rows: list[int]
     ) -> dict[str, float]:
         tokens = max(totals.pop("critic/tokens"), 1.0)
+        totals.pop("perf/computed_tokens", None)  # the policy's update reports it
         for k in _TOKEN_MEAN_METRICS:
             totals[f"critic/{k}"] /= tokens
         return totals

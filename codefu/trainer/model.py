@@ -21,6 +21,7 @@ from codefu.algo.grpo import entropy_from_logits, token_logprobs_from_logits
 from codefu.models.loading import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
+from codefu.trainer.packing import PackedLayout, enable_packing, packed_attention_mask
 from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, token_window
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,27 @@ def decoder_hidden_states(
     ).last_hidden_state
 
 
+def packed_hidden_states(lm: nn.Module, layout: PackedLayout) -> Tensor:
+    """The final hidden states at `layout.src` of a packed row (packing.py): (N, H); (1, H) at position 0
+    when N is 0, so that every rank still runs every module (FSDP's hooks)."""
+    hidden = lm.get_decoder()(
+        input_ids=layout.input_ids,
+        position_ids=layout.position_ids,
+        attention_mask=packed_attention_mask(layout),
+        use_cache=False,
+    ).last_hidden_state[0]
+    return hidden[layout.src] if len(layout.src) else hidden[:1]
+
+
+def unpack_outputs(values: Tensor, layout: PackedLayout, shape: tuple[int, int]) -> Tensor:
+    """Per-output values (N,) into the (b, T) column layout of `PolicyModel.forward` (0 elsewhere). With
+    N = 0, `values` is the stand-in output at position 0: kept in the graph with weight 0."""
+    out = torch.zeros(shape, dtype=torch.float32, device=values.device)
+    if not len(layout.src):
+        return out + 0 * values.sum()
+    return out.index_put((layout.dst_row, layout.dst_col), values.float())
+
+
 class PolicyModel(nn.Module):
     """Causal LM -> per-token log-probs (and entropy), computing the lm_head in checkpointed chunks.
 
@@ -115,7 +137,12 @@ class PolicyModel(nn.Module):
         return lp, ent
 
     def forward(
-        self, input_ids: Tensor, attention_mask: Tensor, response_mask: Tensor, with_entropy: bool = False
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        response_mask: Tensor,
+        with_entropy: bool = False,
+        layout: PackedLayout | None = None,
     ) -> tuple[Tensor, Tensor]:
         """input_ids, attention_mask, response_mask (b, T), whole rows on every rank -> (logprobs, entropy),
         fp32, each (b, e - s) for this rank's positions [s, e) = self.shard.bounds(T) ([0, T) without
@@ -125,7 +152,12 @@ class PolicyModel(nn.Module):
         so `token_window(x, s + 1, e + 1)` cuts any (b, T) batch tensor to match (the last position predicts
         nothing: 0). Only the span of positions predicting response tokens is computed (the rest is 0):
         prompts cost no lm_head.
+
+        With `layout` (trainer.packing: shared_prefix) the rows run as that packed row instead, and only
+        the positions predicting `response_mask` tokens are computed (the same columns, 0 elsewhere).
         """
+        if layout is not None:
+            return self._packed(layout, tuple(input_ids.shape), with_entropy)
         b, T = input_ids.shape
         start, end = self.shard.bounds(T)
         hidden = decoder_hidden_states(self.lm, self.shard, input_ids, attention_mask)
@@ -148,6 +180,24 @@ class PolicyModel(nn.Module):
             ents.append(ent)
         pad = (lo, end - start - hi)
         return F.pad(torch.cat(lps, 1), pad), F.pad(torch.cat(ents, 1), pad)
+
+    def _packed(
+        self, layout: PackedLayout, shape: tuple[int, int], with_entropy: bool
+    ) -> tuple[Tensor, Tensor]:
+        hidden = packed_hidden_states(self.lm, layout)[None]  # (1, N, H)
+        targets = layout.targets[None] if len(layout.src) else layout.input_ids[:, :1]
+        lps, ents = [], []
+        for s in range(0, hidden.shape[1], self.chunk_tokens):
+            args = (hidden[:, s : s + self.chunk_tokens], targets[:, s : s + self.chunk_tokens], with_entropy)
+            lp, ent = (
+                checkpoint(self._head, *args, use_reentrant=False)
+                if hidden.requires_grad
+                else self._head(*args)
+            )
+            lps.append(lp)
+            ents.append(ent)
+        lp, ent = torch.cat(lps, 1)[0], torch.cat(ents, 1)[0]
+        return unpack_outputs(lp, layout, shape), unpack_outputs(ent, layout, shape)
 
 
 class ValueModel(nn.Module):
@@ -173,12 +223,22 @@ class ValueModel(nn.Module):
         self.shard = shard or SeqShard()
 
     def forward(
-        self, input_ids: Tensor, attention_mask: Tensor, response_mask: Tensor, with_entropy: bool = False
+        self,
+        input_ids: Tensor,
+        attention_mask: Tensor,
+        response_mask: Tensor,
+        with_entropy: bool = False,
+        layout: PackedLayout | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Like `PolicyModel.forward`, with values in place of log-probs: fp32 (b, e - s), column j holding
         V(input_ids[:, :s+j+1]), the value of the state in which batch column s+1+j was sampled (aligned as
         log-probs, cut batch tensors with `token_window(x, s + 1, e + 1)`). The second output is zeros (a
-        critic has no entropy); `response_mask` is unused (every position is cheap: no lm_head)."""
+        critic has no entropy); `response_mask` is unused (every position is cheap: no lm_head), except
+        with `layout`, which computes the values at response positions only."""
+        if layout is not None:
+            values = self.head(packed_hidden_states(self.lm, layout)).sum(-1, dtype=torch.float32)
+            out = unpack_outputs(values, layout, tuple(input_ids.shape))
+            return out, torch.zeros_like(out)
         hidden = decoder_hidden_states(self.lm, self.shard, input_ids, attention_mask)
         values = self.head(hidden).sum(-1, dtype=torch.float32)  # (b, c, 1) -> (b, c); not a view (FSDP)
         return values, torch.zeros_like(values)
@@ -217,6 +277,8 @@ def prepare_model(
     lm.config.use_cache = False
     if shard is not None:
         enable_sequence_parallel(lm, decoder_layers(lm), shard)
+    if cfg.packing == "shared_prefix":
+        enable_packing(lm)
     if cfg.gradient_checkpointing and not frozen:
         # newer transformers renamed gradient_checkpointing_enable (the old name warns)
         if hasattr(lm, "activation_checkpointing_enable"):

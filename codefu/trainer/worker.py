@@ -34,7 +34,19 @@ from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import RankGrid, all_reduce, init_distributed, resolve_device, sp_group
 from codefu.trainer.model import compute_dtype, load_policy, prepare_model
+from codefu.trainer.packing import (
+    BLOCK,
+    PackedLayout,
+    PrefixGroup,
+    packed_layout,
+    plan_micro_batches,
+    prefix_groups,
+    rows_of,
+)
 from codefu.trainer.sequence_parallel import SeqShard, token_window
+
+# a micro-batch: batch rows (packing padded) or prefix groups (packing shared_prefix)
+MicroBatch = list[int] | list[PrefixGroup]
 
 # policy_loss metrics averaged over valid tokens (weighted by each micro-batch's valid tokens)
 _TOKEN_MEAN_METRICS = ("clip_frac", "approx_kl", "ratio_mean")
@@ -115,26 +127,49 @@ class TrainerWorker:
     # the split of a batch into ranks and micro-batches (pure, identical on every rank)
 
     def _my_micro_batches(
-        self, rows: list[int], lengths: list[int], tokens: int | None = None
-    ) -> tuple[list[list[int]], int]:
-        """This rank's micro-batches (lists of batch rows) and the number every rank must run (the max).
+        self, batch: Batch, rows: list[int], lengths: list[int], tokens: int | None = None
+    ) -> tuple[list[MicroBatch], int]:
+        """This rank's micro-batches and the number every rank must run (the max).
 
         `tokens`: the per-rank budget (default micro_batch_tokens). Rows are dealt to the dp groups; the sp
         ranks of a group get the same micro-batches, whose padded size may be sp times the per-rank
-        budget (each rank holds 1/sp of it)."""
+        budget (each rank holds 1/sp of it). A micro-batch is a list of batch rows (packing padded) or of
+        prefix groups (shared_prefix, packing.py)."""
         dp, me = self.grid.dp, self.grid.dp_rank
         budget = (tokens or self.cfg.micro_batch_tokens) * self.grid.sp
+        if self.cfg.packing == "shared_prefix":
+            plan = plan_micro_batches(batch.input_ids, lengths, batch.response_mask, rows, budget, dp)
+            return plan[me], max(1, max(len(p) for p in plan))
         sub = [lengths[i] for i in rows]
         parts = split_across_ranks(sub, dp)
         packed = [pack_micro_batches([sub[j] for j in p], budget) for p in parts]
         mine = [[rows[parts[me][k]] for k in mb] for mb in packed[me]]
         return mine, max(1, max(len(p) for p in packed))
 
-    def _forward(self, mb: Batch, with_entropy: bool) -> tuple[Tensor, Tensor, tuple[int, int]]:
+    def _select(
+        self, batch: Batch, micro: MicroBatch | None, lengths: list[int], filler_row: int
+    ) -> tuple[Batch, PackedLayout | None, list[int]]:
+        """A micro-batch on this rank's device: (its rows of `batch`, the packed layout or None, the rows).
+        `micro` None: a stand-in of one row with every mask zeroed, for a rank with fewer micro-batches than
+        another (it keeps FSDP's collectives in step and adds nothing)."""
+        if micro is None:
+            micro = [PrefixGroup(0, [filler_row])] if self.cfg.packing == "shared_prefix" else [filler_row]
+            mb, layout, rows = self._select(batch, micro, lengths, filler_row)
+            return mb.zero_weight(), layout, rows
+        if self.cfg.packing == "padded":
+            return batch.select(micro, self.device), None, list(micro)
+        rows = rows_of(micro)
+        multiple = BLOCK if self.device.type == "cuda" else 1  # FlexAttention's blocks; none on CPU
+        layout = packed_layout(batch.input_ids, lengths, batch.response_mask, micro, multiple)
+        return batch.select(rows, self.device), layout.to(self.device), rows
+
+    def _forward(
+        self, mb: Batch, with_entropy: bool, layout: PackedLayout | None = None
+    ) -> tuple[Tensor, Tensor, tuple[int, int]]:
         """(log-probs, entropy) of this rank's token slice of `mb` (values, zeros for the critic), and the
         batch columns [lo, hi) they are (PolicyModel.forward): cut batch tensors with `token_window(x, lo,
-        hi)`."""
-        lp, ent = self.model(mb.input_ids, mb.attention_mask.long(), mb.response_mask, with_entropy)
+        hi)`. `layout`: the rows run packed (packing.py)."""
+        lp, ent = self.model(mb.input_ids, mb.attention_mask.long(), mb.response_mask, with_entropy, layout)
         start, end = self.shard.bounds(mb.input_ids.shape[1])
         return lp, ent, (start + 1, end + 1)
 
@@ -155,13 +190,13 @@ class TrainerWorker:
         # room past T for the padding of the last sp rank's slice (cut off at the end)
         out = torch.zeros(B, T + self.grid.sp + 1, dtype=torch.float32, device=self.device)
         rows = list(range(B))
+        lengths = batch.lengths().tolist()
         # no activations are kept for a backward: forward-only passes may take bigger micro-batches
         budget = self.cfg.forward_micro_batch_tokens
-        mine, n_micro = self._my_micro_batches(rows, batch.lengths().tolist(), budget)
+        mine, n_micro = self._my_micro_batches(batch, rows, lengths, budget)
         for i in range(n_micro):
-            mb_rows = mine[i] if i < len(mine) else [0]
-            mb = batch.select(mb_rows, self.device)
-            lp, _, (lo, hi) = self._forward(mb, with_entropy=False)
+            mb, layout, mb_rows = self._select(batch, mine[i] if i < len(mine) else None, lengths, 0)
+            lp, _, (lo, hi) = self._forward(mb, False, layout)
             if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
                 out[mb_rows, lo:hi] = lp * token_window(mb.response_mask, lo, hi).to(lp.dtype)
         self.model.reshard()  # the root stays gathered after a no-grad forward; free it (and never go stale)
@@ -187,7 +222,7 @@ class TrainerWorker:
         maxima: dict[str, float] = defaultdict(float)
         n_steps = 0
         for epoch in range(self.cfg.ppo_epochs):
-            order = self._order(B, epoch)
+            order = self._order(batch, lengths, epoch)
             for s in range(0, B, mbs):
                 stats = self._train_mini_batch(batch, order[s : s + mbs], lengths)
                 for k, v in stats.items():
@@ -218,26 +253,29 @@ class TrainerWorker:
         if self.cfg.kl_coef > 0 and batch.ref_logprobs is None:
             raise ValueError("kl_coef > 0 needs batch.ref_logprobs (from the reference worker)")
 
-    def _order(self, n: int, epoch: int) -> list[int]:
-        """One epoch's batch order, seeded by (seed, step, epoch): all ranks and a resumed run agree."""
-        if not self.cfg.shuffle:
-            return list(range(n))
-        g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + self.step * 1_009 + epoch)
-        return torch.randperm(n, generator=g).tolist()
+    def _order(self, batch: Batch, lengths: list[int], epoch: int) -> list[int]:
+        """One epoch's batch order, seeded by (seed, step, epoch): all ranks and a resumed run agree. With
+        shared-prefix packing the rows of a prefix group stay together (the groups are permuted), so each
+        mini-batch computes its groups' prefixes once."""
+        n = len(batch)
+        units: list[list[int]] = [[r] for r in range(n)]
+        if self.cfg.packing == "shared_prefix":
+            units = [g.rows for g in prefix_groups(batch.input_ids, lengths, batch.response_mask, range(n))]
+        if self.cfg.shuffle:
+            g = torch.Generator().manual_seed(self.cfg.seed * 1_000_003 + self.step * 1_009 + epoch)
+            units = [units[i] for i in torch.randperm(len(units), generator=g).tolist()]
+        return [r for u in units for r in u]
 
     def _train_mini_batch(self, batch: Batch, rows: list[int], lengths: list[int]) -> dict[str, float]:
         """Forward/backward every micro-batch of this rank's share of `rows`, then one optimizer step."""
         normalizer = loss_normalizer(batch.response_mask[rows], self.loss_settings)
-        mine, n_micro = self._my_micro_batches(rows, lengths)
+        mine, n_micro = self._my_micro_batches(batch, rows, lengths)
         summed: dict[str, float] = defaultdict(float)  # over micro-batches here, then over ranks
         maxed: dict[str, float] = defaultdict(float)
         for i in range(n_micro):
-            mb = (
-                batch.select(mine[i], self.device)
-                if i < len(mine)
-                else batch.select(rows[:1], self.device).zero_weight()
-            )
-            loss, sums, maxima = self._micro_loss(mb, normalizer)
+            mb, layout, _ = self._select(batch, mine[i] if i < len(mine) else None, lengths, rows[0])
+            loss, sums, maxima = self._micro_loss(mb, normalizer, layout)
+            sums["perf/computed_tokens"] = float(layout.tokens if layout else mb.input_ids.numel())
             # FSDP averages gradients over all ranks; the normalizer already divides by the global count, and
             # each rank's loss covers only its rows and (with sp) its token slice: the ranks' losses add up to
             # the mini-batch loss, so the summed gradient is the 1-rank gradient
@@ -265,11 +303,13 @@ class TrainerWorker:
         reduced = dict(zip(summed, total, strict=True)) | dict(zip(maxed, top[: len(maxed)], strict=True))
         return out | self._mini_batch_metrics(reduced, batch, rows)
 
-    def _micro_loss(self, mb: Batch, normalizer: float) -> tuple[Tensor, dict[str, float], dict[str, float]]:
+    def _micro_loss(
+        self, mb: Batch, normalizer: float, layout: PackedLayout | None = None
+    ) -> tuple[Tensor, dict[str, float], dict[str, float]]:
         """One micro-batch's loss (this rank's token slice) and its metrics: (loss, sums, maxima), the sums
         added and the maxima maxed over the mini-batch's micro-batches and ranks."""
         cfg = self.cfg
-        lp, ent, (lo, hi) = self._forward(mb, with_entropy=True)
+        lp, ent, (lo, hi) = self._forward(mb, True, layout)
         adv = mb.advantages if mb.advantages.dim() == 1 else token_window(mb.advantages, lo, hi)
         ref = token_window(mb.ref_logprobs, lo, hi).to(lp) if cfg.kl_coef > 0 else None
         # no old log-probs (a rollout correction in one epoch): pi_old is this forward's policy (ratio 1),

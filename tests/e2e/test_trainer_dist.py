@@ -103,7 +103,7 @@ def test_two_ranks_equal_one_rank_with_two_micro_batches(two_rank_run):
     w = TrainerWorker(config(tmp / "model"))
     assert w.world_size == 1
     rows = list(range(4))
-    assert len(w._my_micro_batches(rows, b1.lengths().tolist())[0]) == 2  # 1 rank: 2 micro-batches
+    assert len(w._my_micro_batches(b1, rows, b1.lengths().tolist())[0]) == 2  # 1 rank: 2 micro-batches
     metrics = w.update(b1)
     assert metrics["optim/steps"] == 4
     for k in ("loss/total", "loss/pg", "loss/kl", "policy/entropy", "optim/grad_norm", "policy/clip_frac"):

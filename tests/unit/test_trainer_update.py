@@ -209,8 +209,8 @@ def test_forward_only_passes_take_their_own_budget(tiny_dir):
     big = make_worker(tiny_dir, micro_batch_tokens=40, forward_micro_batch_tokens=400)
     lengths = batch.lengths().tolist()
     rows = list(range(6))
-    assert len(big._my_micro_batches(rows, lengths, 400)[0]) == 1  # the whole batch in one forward
-    assert len(small._my_micro_batches(rows, lengths)[0]) > 1
+    assert len(big._my_micro_batches(batch, rows, lengths, 400)[0]) == 1  # the whole batch in one forward
+    assert len(small._my_micro_batches(batch, rows, lengths)[0]) > 1
     calls = {}
     for name, w in (("big", big), ("small", small)):
         forward = w._forward
