@@ -16,7 +16,8 @@ import torch.multiprocessing as mp
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
 from codefu.trainer.distributed import free_port, init_distributed
-from codefu.trainer.testing import random_batch
+from codefu.trainer.packing import plan_micro_batches
+from codefu.trainer.testing import grouped_batch, random_batch
 
 VOCAB = 128
 LEN = 12
@@ -52,6 +53,21 @@ def batches(model_dir: Path) -> tuple[Batch, Batch]:
     return out[0], out[1]
 
 
+def packed_config(model_dir: Path, packing: str) -> TrainerConfig:
+    # 3 prompt groups over 2 ranks: one rank gets 2 groups, the other 1 and stand-in micro-batches
+    return TrainerConfig(
+        model=str(model_dir), lr=1e-3, adam_eps=1e-5, micro_batch_tokens=48, kl_coef=0.05, packing=packing
+    )
+
+
+def packed_batch() -> Batch:
+    b = grouped_batch(3, 4, VOCAB, prompt_len=9, seed=3)
+    g = torch.Generator().manual_seed(3)
+    b.old_logprobs = -4.8 + 0.1 * torch.randn(b.input_ids.shape, generator=g) * b.response_mask
+    b.ref_logprobs = -4.8 + 0.1 * torch.randn(b.input_ids.shape, generator=g) * b.response_mask
+    return b
+
+
 def full_params(w: TrainerWorker) -> dict[str, torch.Tensor]:
     return w.state_dict_for_sync(dtype=torch.float32)  # rank 0 only (others: {})
 
@@ -70,6 +86,14 @@ def _rank_main(rank: int, world_size: int, port: int, job: str, tmp: str) -> Non
             torch.save({"after1": sd, "after2": full_params(w), "metrics1": m1}, tmp / "ws2_run.pt")
         else:
             full_params(w)
+    elif job == "packed":
+        w = TrainerWorker(packed_config(tmp / "model", "shared_prefix"))
+        b = packed_batch()
+        lp = w.compute_logprobs(b)
+        metrics = w.update(b)
+        sd = full_params(w)
+        if rank == 0:
+            torch.save({"logprobs": lp, "params": sd, "metrics": metrics}, tmp / "ws2_packed.pt")
     elif job == "resume":
         extra = w.load(tmp / "ckpt_ws1")
         w.update(b2)
@@ -132,3 +156,20 @@ def test_save_at_one_rank_load_at_two(two_rank_run):
     resumed = torch.load(tmp / "ws2_resumed.pt")
     assert resumed["extra"] == {"saved_by": "1 rank"} and resumed["step"] == 8
     assert_same(resumed["after2"], full_params(w), "resumed at 2 ranks vs uninterrupted 1 rank")
+
+
+def test_two_ranks_packed_equal_one_rank_padded(two_rank_run):
+    """Shared-prefix packing over 2 ranks (groups dealt whole, one rank running a stand-in micro-batch)
+    gives the log-probs and the update of padded rows on one rank."""
+    tmp, _ = two_rank_run
+    spawn("packed", tmp)
+    ws2 = torch.load(tmp / "ws2_packed.pt")
+    w = TrainerWorker(packed_config(tmp / "model", "padded"))
+    b = packed_batch()
+    plan = plan_micro_batches(b.input_ids, b.lengths().tolist(), b.response_mask, list(range(12)), 48, 2)
+    assert sorted(len(rank) for rank in plan) == [1, 2]  # whole groups; one rank runs a stand-in
+    torch.testing.assert_close(ws2["logprobs"], w.compute_logprobs(b), atol=1e-5, rtol=1e-5)
+    metrics = w.update(b)
+    for k in ("loss/total", "loss/kl", "optim/grad_norm"):
+        assert ws2["metrics"][k] == pytest.approx(metrics[k], rel=1e-5, abs=1e-7), k
+    assert_same(ws2["params"], full_params(w), "2 ranks packed vs 1 rank padded")
