@@ -31,6 +31,7 @@ import argparse
 import itertools
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -91,6 +92,9 @@ def main() -> int:
     encode = loop._prompt_cache(tokenizer)
     train_problems = loop.fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     os.environ.setdefault("RAY_worker_niceness", "0")
+    # a `timeout` around this script sends SIGTERM: leave through the finally below, so that no actor is
+    # left holding GPU memory for the next run (Ray's processes outlive a killed driver)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ray.init(num_cpus=max(os.cpu_count() or 1, int(run_layout(cfg).cpus + 0.999)), include_dashboard=False,
              log_to_driver=False)
     roles = Roles(cfg)
@@ -119,6 +123,7 @@ def main() -> int:
     finally:
         scorer.close()
         roles.close()
+        ray.shutdown()
     result = summary(cfg, args, steps, parts)
     print(json.dumps(result, indent=1))
     if args.out:

@@ -390,6 +390,12 @@ class Roles:
         if layout.need("critic"):
             critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
             self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", options, clip)
+        if self.colocated:
+            # an engine sizes its KV cache from the GPU memory free when it starts: the policy, reference
+            # and critic must hold theirs by then, or the cache takes what they are still loading (seen at
+            # 7B: the engine's first forward out of memory beside a half-loaded reference)
+            learners = [*self.trainer, *(self.reference or []), *(self.critic or [])]
+            ray.get([a.__ray_ready__.remote() for a in learners])
         engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
         self.rollout = RolloutWorkers(
             [
