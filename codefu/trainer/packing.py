@@ -65,11 +65,15 @@ def prefix_groups(
     begins with and may share, else starts a group whose prefix is all it may share. A GRPO group's rows
     (one prompt, n responses) all become one group sharing the prompt but its last token."""
     limit = {r: shareable_length(response_mask[r], lengths[r]) for r in rows}
+    # Python lists: a comparison stops at the first difference, and two prompts (whose templates agree at
+    # both ends) nearly always differ in the middle, which is looked at first
+    tokens = {r: input_ids[r, : lengths[r]].tolist() for r in rows}
     groups: list[PrefixGroup] = []
     for r in sorted(rows, key=lambda r: (limit[r], r)):
+        row = tokens[r]
         for g in groups:
-            s = g.shared
-            if s <= limit[r] and torch.equal(input_ids[r, :s], input_ids[g.rows[0], :s]):
+            s, head = g.shared, tokens[g.rows[0]]
+            if s <= limit[r] and (s == 0 or (row[s // 2] == head[s // 2] and row[:s] == head[:s])):
                 g.rows.append(r)
                 break
         else:
