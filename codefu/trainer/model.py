@@ -165,7 +165,15 @@ class PolicyModel(nn.Module):
         cols = token_window(response_mask, start + 1, end + 1).any(0).nonzero().flatten()
         # no response token here: one position anyway, so every rank uses the lm_head (FSDP's hooks)
         lo, hi = (int(cols[0]), int(cols[-1]) + 1) if len(cols) else (0, 1)
-        step = max(1, self.chunk_tokens // b)
+        lp, ent = self._chunked_head(hidden, targets, lo, hi, max(1, self.chunk_tokens // b), with_entropy)
+        pad = (lo, end - start - hi)
+        return F.pad(lp, pad), F.pad(ent, pad)
+
+    def _chunked_head(
+        self, hidden: Tensor, targets: Tensor, lo: int, hi: int, step: int, with_entropy: bool
+    ) -> tuple[Tensor, Tensor]:
+        """`_head` over positions [lo, hi) of hidden (b, c, H) and targets (b, c), `step` at a time:
+        (log-probs, entropy), each (b, hi - lo)."""
         lps, ents = [], []
         for s in range(lo, hi, step):
             e = min(s + step, hi)
@@ -178,26 +186,15 @@ class PolicyModel(nn.Module):
             )
             lps.append(lp)
             ents.append(ent)
-        pad = (lo, end - start - hi)
-        return F.pad(torch.cat(lps, 1), pad), F.pad(torch.cat(ents, 1), pad)
+        return torch.cat(lps, 1), torch.cat(ents, 1)
 
     def _packed(
         self, layout: PackedLayout, shape: tuple[int, int], with_entropy: bool
     ) -> tuple[Tensor, Tensor]:
         hidden = packed_hidden_states(self.lm, layout)[None]  # (1, N, H)
         targets = layout.targets[None] if len(layout.src) else layout.input_ids[:, :1]
-        lps, ents = [], []
-        for s in range(0, hidden.shape[1], self.chunk_tokens):
-            args = (hidden[:, s : s + self.chunk_tokens], targets[:, s : s + self.chunk_tokens], with_entropy)
-            lp, ent = (
-                checkpoint(self._head, *args, use_reentrant=False)
-                if hidden.requires_grad
-                else self._head(*args)
-            )
-            lps.append(lp)
-            ents.append(ent)
-        lp, ent = torch.cat(lps, 1)[0], torch.cat(ents, 1)[0]
-        return unpack_outputs(lp, layout, shape), unpack_outputs(ent, layout, shape)
+        lp, ent = self._chunked_head(hidden, targets, 0, hidden.shape[1], self.chunk_tokens, with_entropy)
+        return unpack_outputs(lp[0], layout, shape), unpack_outputs(ent[0], layout, shape)
 
 
 class ValueModel(nn.Module):
