@@ -15,8 +15,8 @@ the position that predicts a trained token always lies in that token's own branc
 branch's, and nothing is shared between rows but context.
 
 On CUDA the mask is FlexAttention's block mask (block-sparse: blocks no token of which may attend cost
-nothing, and no L x L tensor exists); on CPU, where FlexAttention has no backward, it is a dense boolean
-(1, 1, L, L) mask for SDPA: exact, but memory grows with L^2 (keep CPU micro-batches small).
+nothing, and no L x L tensor exists); on CPU, where FlexAttention has no backward, SDPA runs piece by
+piece (a prefix causally, a branch against its prefix and itself), no L x L tensor either.
 
 The pure parts (groups, units, layout) are tested against the padded computation; the attention function
 plugs into transformers' registry like the Ulysses one (sequence_parallel.py).
@@ -138,6 +138,9 @@ class PackedLayout:
     dst_row: Tensor  # (N,) int64
     dst_col: Tensor  # (N,) int64
     targets: Tensor  # (N,) int64
+    # (K, 4) int64, the row cut into pieces that cover it in order: queries [q0, q1) attend to keys
+    # [p0, p1) (their prefix, all of it) and causally to themselves; prefixes and padding have p0 = p1
+    pieces: Tensor
 
     @property
     def tokens(self) -> int:
@@ -178,10 +181,14 @@ def packed_layout(
     predicting `response_mask` tokens, `dst_row` counting the rows in `rows_of(groups)` order."""
     ids, pos, seg, br = [], [], [], []
     src, dst_row, dst_col, targets = [], [], [], []
+    pieces: list[tuple[int, int, int, int]] = []
     at = 0
     local = 0
     for g_index, g in enumerate(groups):
         s = g.shared
+        prefix = (at, at + s)
+        if s:
+            pieces.append((at, at + s, at, at))
         ids.append(input_ids[g.rows[0], :s])
         pos.append(torch.arange(s))
         seg.append(torch.full((s,), g_index))
@@ -199,9 +206,12 @@ def packed_layout(
             dst_row.append(torch.full_like(cols, local))
             dst_col.append(cols - 1)
             targets.append(input_ids[r, cols])
+            pieces.append((at, at + n, *prefix))
             at += n
             local += 1
     pad = -at % multiple
+    if pad:
+        pieces.append((at, at + pad, at, at))
     ids.append(torch.zeros(pad, dtype=torch.long))
     pos.append(torch.zeros(pad, dtype=torch.long))
     seg.append(torch.full((pad,), -1))
@@ -215,6 +225,7 @@ def packed_layout(
         dst_row=torch.cat(dst_row).long(),
         dst_col=torch.cat(dst_col).long(),
         targets=torch.cat(targets).long(),
+        pieces=torch.tensor(pieces, dtype=torch.long).reshape(-1, 4),
     )
 
 
@@ -234,9 +245,9 @@ _block_mask_fn: Any = None
 
 
 def packed_attention_mask(layout: PackedLayout) -> Any:
-    """What the decoder takes as `attention_mask` for a packed row: FlexAttention's BlockMask on CUDA, a
-    dense (1, 1, L, L) boolean mask (True: may attend) elsewhere. Both are 4-D, which transformers passes
-    to the attention function as it is."""
+    """What the decoder takes as `attention_mask` for a packed row: FlexAttention's BlockMask on CUDA;
+    elsewhere the row's pieces as a (1, 1, K, 4) int64 tensor, attended one by one (`_by_pieces`). Both are
+    4-D, which transformers passes to the attention function as it is."""
     L = layout.tokens
     mask_mod = _mask_mod(layout.segment, layout.branch)
     if layout.segment.device.type == "cuda":
@@ -247,8 +258,42 @@ def packed_attention_mask(layout: PackedLayout) -> Any:
             # compiled: evaluated block by block on the GPU (eager would build L x L int tensors)
             _block_mask_fn = torch.compile(create_block_mask, dynamic=True)
         return _block_mask_fn(mask_mod, None, None, L, L, device=layout.segment.device)
-    q = torch.arange(L, device=layout.segment.device)
-    return mask_mod(None, None, q[:, None], q[None, :])[None, None]
+    return layout.pieces[None, None]
+
+
+def dense_mask(layout: PackedLayout) -> Tensor:
+    """(L, L) bool, True where a query may attend to a key: the mask both attention paths apply (tests)."""
+    q = torch.arange(layout.tokens)
+    return _mask_mod(layout.segment, layout.branch)(None, None, q[:, None], q[None, :])
+
+
+def _by_pieces(
+    query: Tensor, key: Tensor, value: Tensor, pieces: Tensor, scaling: float | None, dropout: float = 0.0
+) -> Tensor:
+    """Attention over a packed row one piece at a time (see `PackedLayout.pieces`): SDPA's causal kernel
+    for a prefix, a small (n, p + n) mask for a branch; no L x L tensor. (1, h, L, d) -> (1, h, L, d)."""
+    gqa = query.shape[1] != key.shape[1]
+    outs = []
+    for q0, q1, p0, p1 in pieces.tolist():
+        q, k, v = query[:, :, q0:q1], key[:, :, q0:q1], value[:, :, q0:q1]
+        if p0 == p1:
+            outs.append(
+                F.scaled_dot_product_attention(
+                    q, k, v, dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=gqa
+                )
+            )
+            continue
+        n, p = q1 - q0, p1 - p0
+        k = torch.cat([key[:, :, p0:p1], k], 2)
+        v = torch.cat([value[:, :, p0:p1], v], 2)
+        mask = torch.ones(n, p + n, dtype=torch.bool, device=query.device)
+        mask[:, p:] = torch.ones(n, n, dtype=torch.bool, device=query.device).tril()
+        outs.append(
+            F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling, enable_gqa=gqa
+            )
+        )
+    return torch.cat(outs, 2)
 
 
 _flex_fn: Any = None
@@ -270,9 +315,7 @@ def packed_attention(
         raise NotImplementedError("trainer.packing='shared_prefix' does not support sliding-window layers")
     gqa = query.shape[1] != key.shape[1]
     if isinstance(attention_mask, Tensor):
-        out = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=attention_mask, dropout_p=dropout, scale=scaling, enable_gqa=gqa
-        )
+        out = _by_pieces(query, key, value, attention_mask[0, 0], scaling, dropout)
     else:
         global _flex_fn
         if _flex_fn is None:

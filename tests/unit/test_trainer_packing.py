@@ -13,8 +13,10 @@ from codefu.trainer.batch import Batch
 from codefu.trainer.critic import CriticWorker
 from codefu.trainer.packing import (
     PrefixGroup,
+    dense_mask,
     fit_to_budget,
     pack_groups,
+    packed_attention,
     packed_attention_mask,
     packed_layout,
     plan_micro_batches,
@@ -109,18 +111,42 @@ def test_layout_rebuilds_every_row_and_its_targets():
     assert (seg[sum(g.cost(lengths) for g in groups) :] == -1).all()
 
 
-def test_dense_mask_sees_the_prefix_and_its_own_branch_only():
+def test_mask_sees_the_prefix_and_its_own_branch_only():
     batch = grouped_batch(2, 2, VOCAB, prompt_len=4, max_response=5, seed=5)
     lengths = lengths_of(batch)
     groups = prefix_groups(batch.input_ids, lengths, batch.response_mask, [0, 1, 2, 3])
     layout = packed_layout(batch.input_ids, lengths, batch.response_mask, groups, multiple=8)
-    mask = packed_attention_mask(layout)[0, 0]
+    mask = dense_mask(layout)
     seg, br = layout.segment, layout.branch
     for q in range(layout.tokens):
         for kv in range(layout.tokens):
             expected = kv <= q and seg[q] == seg[kv] and (br[kv] == 0 or br[kv] == br[q])
             assert bool(mask[q, kv]) == bool(expected), (q, kv)
     assert mask.diagonal().all()  # every query, padding included, sees at least itself
+
+
+def test_attention_by_pieces_equals_the_masked_attention():
+    """The CPU path (SDPA piece by piece) against one SDPA call under the whole (L, L) mask: outputs and
+    gradients, with GQA, a group sharing nothing and padding."""
+    batch = grouped_batch(3, 3, VOCAB, prompt_len=6, max_response=9, seed=6)
+    lengths = lengths_of(batch)
+    groups = prefix_groups(batch.input_ids, lengths, batch.response_mask, list(range(9)))
+    groups.append(PrefixGroup(0, [8]))  # a row as its own group, nothing shared
+    groups[2].rows.remove(8)
+    layout = packed_layout(batch.input_ids, lengths, batch.response_mask, groups, multiple=16)
+    p = layout.pieces
+    assert p[0, 0] == 0 and p[-1, 1] == layout.tokens and bool((p[1:, 0] == p[:-1, 1]).all())
+    g = torch.Generator().manual_seed(0)
+    L = layout.tokens
+    q, k, v = (torch.randn(1, h, L, 8, generator=g, requires_grad=True) for h in (4, 2, 2))
+    got = packed_attention(torch.nn.Module(), q, k, v, packed_attention_mask(layout), scaling=0.3)[0]
+    grads = torch.autograd.grad(got.square().sum(), (q, k, v))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=dense_mask(layout), scale=0.3, enable_gqa=True
+    ).transpose(1, 2)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    for a, b in zip(grads, torch.autograd.grad(want.square().sum(), (q, k, v)), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
 
 
 def make_worker(model_dir, cls=TrainerWorker, **overrides):
