@@ -200,6 +200,10 @@ class TrainerWorker:
             if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
                 out[mb_rows, lo:hi] = lp * token_window(mb.response_mask, lo, hi).to(lp.dtype)
         self.model.reshard()  # the root stays gathered after a no-grad forward; free it (and never go stale)
+        if self.device.type == "cuda":
+            # the pass's cached blocks back to the GPU: a colocated engine sizes its KV cache from what is
+            # free, and a reference that kept them held ~11 GB at 7B (more each step as shapes varied)
+            torch.cuda.empty_cache()
         # dp groups hold different rows, sp ranks different columns: the sum assembles the whole batch
         return all_reduce(out)[:, :T].cpu()
 

@@ -68,3 +68,17 @@ def test_a_checkpoint_saved_while_offloaded_holds_the_state(model_dir, tmp_path)
     w.update(b)
     fresh.update(b)
     torch.testing.assert_close(fresh.compute_values(b), w.compute_values(b), atol=0, rtol=0)
+
+
+def test_a_forward_pass_gives_its_cached_memory_back(model_dir):
+    # a colocated engine sizes its KV cache from the free memory: a reference (or critic) that kept its
+    # pass's cached blocks would take them from the cache every step
+    cfg = TrainerConfig(model=str(model_dir), device="cuda", dtype="float32", forward_micro_batch_tokens=16384)
+    reference = TrainerWorker(cfg, frozen=True)
+    b = random_batch(64, 256, 128, prompt_len=8, min_len=64, seed=2)
+    torch.cuda.synchronize()
+    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    torch.cuda.reset_peak_memory_stats()
+    reference.compute_logprobs(b)
+    assert torch.cuda.max_memory_allocated() > allocated + 32 * 2**20  # the pass needed blocks of its own
+    assert torch.cuda.memory_reserved() <= reserved + 2 * 2**20
