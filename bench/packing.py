@@ -7,7 +7,7 @@ One GPU:      python bench/packing.py --config configs/gpu-1.5b.yaml trainer.mod
 
 Times `--repeats` updates and forward passes after one of each untimed, each way, on the same batch (the
 two workers start from the same weights); prints seconds, the positions computed and the largest
-log-prob difference between the two ways.
+log-prob difference between the two ways (`--fp32-reference`: and each way's error against fp32).
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def main() -> int:
     p.add_argument("--config", default="configs/cpu.yaml")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fp32-reference", action="store_true",
+                   help="also each way's log-prob error against a padded fp32 pass (one more forward)")
     p.add_argument("overrides", nargs="*", help="config key=value")
     args = p.parse_args()
     cfg = resolve_model(load_config(RunConfig, args.config, args.overrides))
@@ -95,6 +97,17 @@ def main() -> int:
         del worker
     on = batch.response_mask.bool()
     result["max_logprob_diff"] = float((logprobs["padded"] - logprobs["shared_prefix"])[on].abs().max())
+    if args.fp32_reference:
+        # in bf16 the two paths differ by two rounding errors: each path's own distance to fp32 tells
+        # whether packing adds any
+        exact = TrainerWorker(replace(cfg.trainer, packing="padded", dtype="float32")).compute_logprobs(batch)
+        for packing, lp in logprobs.items():
+            error = (lp - exact)[on].abs()
+            result[packing]["logprob_error_vs_fp32"] = {
+                "mean": round(float(error.mean()), 4),
+                "p99": round(float(error.quantile(0.99)), 4),
+                "max": round(float(error.max()), 4),
+            }
     print(json.dumps(result, indent=1))
     return 0
 
