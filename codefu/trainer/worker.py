@@ -200,10 +200,7 @@ class TrainerWorker:
             if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
                 out[mb_rows, lo:hi] = lp * token_window(mb.response_mask, lo, hi).to(lp.dtype)
         self.model.reshard()  # the root stays gathered after a no-grad forward; free it (and never go stale)
-        if self.device.type == "cuda":
-            # the pass's cached blocks back to the GPU: a colocated engine sizes its KV cache from what is
-            # free, and a reference that kept them held ~11 GB at 7B (more each step as shapes varied)
-            torch.cuda.empty_cache()
+        self._give_back_cached_memory()
         # dp groups hold different rows, sp ranks different columns: the sum assembles the whole batch
         return all_reduce(out)[:, :T].cpu()
 
@@ -238,9 +235,15 @@ class TrainerWorker:
         metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
         metrics[f"{self.OPTIM_METRICS}/steps"] = float(self.step)
         metrics["timing/update_s"] = time.perf_counter() - t0
-        if self.device.type == "cuda":
-            torch.cuda.empty_cache()  # cached activations back: a colocated engine's KV cache is next
+        self._give_back_cached_memory()
         return metrics
+
+    def _give_back_cached_memory(self) -> None:
+        """The end of a pass: its cached activation blocks back to the GPU. A colocated engine sizes its KV
+        cache from the free memory; a reference that kept them held ~11 GB at 7B, more each step as the
+        shapes varied."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def _check_update_batch(self, batch: Batch) -> None:
         if batch.advantages is None:
