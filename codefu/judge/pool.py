@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
+from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from codefu.judge.arrivals import Arrivals
@@ -56,6 +56,8 @@ class PoolConfig:
     """A submission not judged by then is SANDBOX_ERROR (counted as ours, not the model's)."""
     max_attempts: int = 3
     """Tries per submission when actors die under it."""
+    worker_start_timeout_s: float = 120.0
+    """A replacement actor that has not answered by then is given up (its node is dropped)."""
     instance_group: str | None = None
     """Only nodes of this `codefu launch` instance group judge (they hold the Ray resource
     `codefu-group-<name>`), e.g. a CPU group beside the GPU trainers; None: every node with a CPU."""
@@ -67,6 +69,10 @@ class _Slot:
     node_id: str
     workers: int
     in_flight: int = 0
+    starting: ray.ObjectRef | None = None
+    """A replacement actor's first answer, not heard yet: it gets no work until it answers (a node that
+    just died still looks alive for seconds, and an actor placed on it never starts)."""
+    starting_since: float = 0.0
 
 
 class RayJudgePool:
@@ -153,19 +159,23 @@ class RayJudgePool:
                 count += 1
             self._dispatch(queue, in_flight)
             self._report_load(call, len(queue))
-            if not in_flight:
+            starting = self._starting()
+            if not in_flight and not starting:
                 arrivals.wait(1.0)
                 continue
             # while more may arrive, wake now and then to send them out
             timeout = 1.0 if arrivals.finished else ARRIVAL_POLL_S
-            done, _ = ray.wait(list(in_flight), num_returns=1, timeout=timeout)
+            done, _ = ray.wait(list(in_flight) + starting, num_returns=1, timeout=timeout)
             for ref in done:
+                if ref not in in_flight:
+                    self._started(ref)
+                    continue
                 i, pref, response, attempt, slot, _ = in_flight.pop(ref)
                 with self._lock:
                     slot.in_flight -= 1
                 try:
                     yield i, ray.get(ref)
-                except (RayActorError, RayTaskError, GetTimeoutError) as e:
+                except RayError as e:  # the actor, its node or the task died: not the program's doing
                     if attempt >= self.config.max_attempts:
                         yield (
                             i,
@@ -177,6 +187,7 @@ class RayJudgePool:
                     log.warning("judge worker on node %s failed (%s); retrying elsewhere", slot.node_id, e)
                     self._restart(slot)
                     queue.appendleft((i, pref, response, attempt + 1))
+            self._give_up_slow_starts()
             now = time.monotonic()
             for ref, (i, _, _, _, slot, started) in list(in_flight.items()):
                 if now - started > self.config.submission_timeout_s:
@@ -188,8 +199,9 @@ class RayJudgePool:
 
     def _dispatch(self, queue, in_flight) -> None:
         with self._lock:
-            while queue:
-                slot = min(self.slots, key=lambda s: s.in_flight / s.workers)
+            working = [s for s in self.slots if s.starting is None]
+            while queue and working:
+                slot = min(working, key=lambda s: s.in_flight / s.workers)
                 if slot.in_flight >= slot.workers * self.config.in_flight_per_worker:
                     return
                 i, pref, response, attempt = queue.popleft()
@@ -204,8 +216,8 @@ class RayJudgePool:
             self._restart_unlocked(slot)
 
     def _restart_unlocked(self, slot: _Slot) -> None:
-        if slot not in self.slots:
-            return  # dropped by another call
+        if slot not in self.slots or slot.starting is not None:
+            return  # dropped, or already being replaced, by another failure
         try:
             ray.get(slot.actor.node.remote(), timeout=10)
             return  # still alive: the failure was the task's, not the actor's
@@ -215,8 +227,49 @@ class RayJudgePool:
         if slot.node_id in alive:
             fresh = self._start(slot.node_id, alive[slot.node_id]["Resources"].get("CPU", 1))
             slot.actor, slot.workers = fresh.actor, fresh.workers
+            slot.starting, slot.starting_since = slot.actor.node.remote(), time.monotonic()
         elif len(self.slots) > 1:
             self.slots.remove(slot)
+
+    def _starting(self) -> list[ray.ObjectRef]:
+        with self._lock:
+            return [s.starting for s in self.slots if s.starting is not None]
+
+    def _started(self, ref: ray.ObjectRef) -> None:
+        """A replacement actor answered, or failed to start: it takes work, or its slot goes."""
+        with self._lock:
+            slot = next((s for s in self.slots if s.starting == ref), None)
+            if slot is None:
+                return  # another call heard it first
+            try:
+                ray.get(ref)
+            except RayError as e:
+                self._drop(slot, f"its replacement actor did not start ({e})")
+                return
+            slot.starting = None
+
+    def _give_up_slow_starts(self) -> None:
+        limit = self.config.worker_start_timeout_s
+        now = time.monotonic()
+        with self._lock:
+            for slot in list(self.slots):
+                if slot.starting is not None and now - slot.starting_since > limit:
+                    self._drop(slot, f"its replacement actor did not answer in {limit:.0f} s")
+
+    def _drop(self, slot: _Slot, why: str) -> None:
+        ray.kill(slot.actor)
+        self.slots.remove(slot)
+        if not self.slots:
+            raise RuntimeError(
+                f"the judge has no worker left: the last one, on node {slot.node_id}, is gone: {why}"
+            )
+        log.warning("judge node %s dropped: %s", slot.node_id, why)
+
+    def compile_cache_stats(self) -> dict[str, dict[str, int]]:
+        """Each working actor's compile cache hits and misses, by node id."""
+        with self._lock:
+            working = [s for s in self.slots if s.starting is None]
+        return {s.node_id: ray.get(s.actor.compile_cache_stats.remote()) for s in working}
 
     def close(self) -> None:
         for s in self.slots:

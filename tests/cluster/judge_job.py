@@ -51,7 +51,7 @@ def main() -> int:
         if len(verdicts) == args.pause_after:
             pause(Path(args.pause_dir))
     # Every item is a distinct program, compiled once by the judge that ran it: compiles count the work.
-    compiles = {ip_of[s.node_id]: ray.get(s.actor.compile_cache_stats.remote())["misses"] for s in pool.slots}
+    compiles = {ip_of[node]: stats["misses"] for node, stats in pool.compile_cache_stats().items()}
     pool.close()
     statuses = [verdicts[i].status.value for i in range(len(items))]
     result = {

@@ -12,7 +12,8 @@ from torch.distributed.tensor import DTensor
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer.critic import CriticWorker
-from codefu.trainer.distributed import free_port, init_distributed
+from codefu.trainer.distributed import free_port
+from helpers.ranks import end_rank, start_rank
 from helpers.seq_parallel import assert_close, batch, config
 
 
@@ -36,12 +37,11 @@ def critic(model_dir: Path, sp: int) -> CriticWorker:
 
 
 def _rank_main(rank: int, world_size: int, port: int, sp: int, tmp: str) -> None:
-    torch.set_num_threads(1)
-    init_distributed(rank, world_size, f"tcp://127.0.0.1:{port}", device="cpu")
+    start_rank(rank, world_size, port)
     result = run(critic(Path(tmp) / "model", sp))
     if rank == 0:
         torch.save(result, Path(tmp) / f"critic_sp{sp}.pt")
-    torch.distributed.destroy_process_group()
+    end_rank()
 
 
 @pytest.fixture(scope="module")

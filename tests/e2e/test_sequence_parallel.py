@@ -16,18 +16,18 @@ import torch.multiprocessing as mp
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerWorker
-from codefu.trainer.distributed import RankGrid, free_port, init_distributed
+from codefu.trainer.distributed import RankGrid, free_port
 from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, kv_replication
+from helpers.ranks import end_rank, start_rank
 from helpers.seq_parallel import MODELS, assert_close, config, run
 
 
 def _rank_main(rank: int, world_size: int, port: int, sp: int, model: str, agg: str, tmp: str) -> None:
-    torch.set_num_threads(1)
-    init_distributed(rank, world_size, f"tcp://127.0.0.1:{port}", device="cpu")
+    start_rank(rank, world_size, port)
     result = run(TrainerWorker(config(Path(tmp) / model, sp, agg)))
     if rank == 0:
         torch.save(result, Path(tmp) / f"ws{world_size}_sp{sp}.pt")
-    torch.distributed.destroy_process_group()
+    end_rank()
 
 
 class OneRank:

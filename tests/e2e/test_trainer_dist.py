@@ -15,9 +15,10 @@ import torch.multiprocessing as mp
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
-from codefu.trainer.distributed import free_port, init_distributed
+from codefu.trainer.distributed import free_port
 from codefu.trainer.packing import plan_micro_batches
 from codefu.trainer.testing import grouped_batch, random_batch
+from helpers.ranks import end_rank, start_rank
 
 VOCAB = 128
 LEN = 12
@@ -74,7 +75,7 @@ def full_params(w: TrainerWorker) -> dict[str, torch.Tensor]:
 
 def _rank_main(rank: int, world_size: int, port: int, job: str, tmp: str) -> None:
     tmp = Path(tmp)
-    init_distributed(rank, world_size, f"tcp://127.0.0.1:{port}", device="cpu")
+    start_rank(rank, world_size, port)
     b1, b2 = batches(tmp / "model")
     w = TrainerWorker(config(tmp / "model"))
     if job == "train_save":
@@ -100,7 +101,7 @@ def _rank_main(rank: int, world_size: int, port: int, job: str, tmp: str) -> Non
         sd = full_params(w)
         if rank == 0:
             torch.save({"after2": sd, "extra": extra, "step": w.step}, tmp / "ws2_resumed.pt")
-    torch.distributed.destroy_process_group()
+    end_rank()
 
 
 def spawn(job: str, tmp: Path) -> None:
