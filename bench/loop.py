@@ -110,8 +110,9 @@ def main() -> int:
             t0 = time.perf_counter()
             sampled = loop.sample_step(cfg, roles, scorer, loader, encode, plan, step, timer)
             t1 = time.perf_counter()
-            memory = dict(roles.memory_metrics)  # the generation phase's: offload, reload, KV cache
-            loop.update_step(cfg, roles, sampled, timer, step)
+            memory = dict(roles.memory_metrics)  # the generation phase's: offload, KV cache
+            trained = loop.update_step(cfg, roles, sampled, timer, step)
+            memory |= {k: v for k, v in trained.items() if k.startswith(("timing/reload", "memory/"))}
             walls = {"sample_step_s": t1 - t0, "update_step_s": time.perf_counter() - t1}
             record = step_record(timer.metrics() | walls, sampled) | memory
             if step >= args.warmup:

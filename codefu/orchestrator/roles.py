@@ -383,6 +383,7 @@ class Roles:
         self.memory_metrics: dict[str, float] = {}
         self._generating = False
         self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
+        self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
         kl = needs_reference(cfg)
         self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
@@ -416,7 +417,7 @@ class Roles:
             yield
             return
         self._generating = True
-        self.memory_metrics = {}
+        self.memory_metrics = self._reloaded()  # a reload no update collected (a step without one)
         learners = [*self.trainer, *(self.critic if self.critic and self.critic_colocated else [])]
         if self.offload_optimizer:
             self.memory_metrics |= _summed(ray.get([a.offload_optimizer.remote() for a in learners]))
@@ -429,7 +430,9 @@ class Roles:
             if self.colocated:
                 self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
             if self.offload_optimizer:
-                self.memory_metrics |= _summed(ray.get([a.reload_optimizer.remote() for a in learners]))
+                # back while the reference pass runs on its own actors; whatever the learners do next
+                # queues behind it on theirs, and the update reports its numbers (`_reloaded`)
+                self._reloads = [a.reload_optimizer.remote() for a in learners]
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """The rollout workers' completions, in a generation phase of their own unless one is open."""
@@ -471,13 +474,21 @@ class Roles:
         return ray.get([a.compute_values.remote(batch_ref) for a in self.critic])[0]
 
     def update(self, batch: Batch | Any) -> dict[str, float]:
-        """One policy update on `batch` (a Batch, or an ObjectRef of one to share it with the critic)."""
+        """One policy update on `batch` (a Batch, or an ObjectRef of one to share it with the critic), with
+        the numbers of the optimizer state's move back to the GPUs if it is still to be collected."""
         ref = batch if isinstance(batch, ray.ObjectRef) else ray.put(batch)
-        return ray.get([a.update.remote(ref) for a in self.trainer])[0]
+        updates = [a.update.remote(ref) for a in self.trainer]
+        return self._reloaded() | ray.get(updates)[0]
 
     def update_critic(self, batch_ref: Any) -> dict[str, float]:
         assert self.critic is not None
-        return ray.get([a.update.remote(batch_ref) for a in self.critic])[0]
+        updates = [a.update.remote(batch_ref) for a in self.critic]
+        return self._reloaded() | ray.get(updates)[0]
+
+    def _reloaded(self) -> dict[str, float]:
+        """Wait for the optimizer state's move back (started as generation ended); its numbers, once."""
+        reloads, self._reloads = self._reloads, []
+        return _summed(ray.get(reloads)) if reloads else {}
 
     def sync_weights(self) -> None:
         if self.colocated:
@@ -495,6 +506,7 @@ class Roles:
     def save(self, root: str, step: int, extra_state: dict[str, Any]) -> str:
         """Checkpoint `root/step_N` (the policy) and `root/critic/step_N`. The critic's is written first:
         the policy's checkpoint is what a resume looks for, so when it exists the critic's does too."""
+        self._reloaded()  # a failed move back is raised here, not lost
         if self.critic is not None:
             ray.get([a.save.remote(critic_root(root), None, step) for a in self.critic])
         return ray.get([a.save.remote(root, extra_state, step) for a in self.trainer])[0]

@@ -215,6 +215,8 @@ class TrainerWorker:
         self._check_update_batch(batch)
         self.reload_optimizer()
         t0 = time.perf_counter()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
         self.model.train()
         B = len(batch)
         mbs = self.cfg.mini_batch_size or B
@@ -235,6 +237,9 @@ class TrainerWorker:
         metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
         metrics[f"{self.OPTIM_METRICS}/steps"] = float(self.step)
         metrics["timing/update_s"] = time.perf_counter() - t0
+        if self.device.type == "cuda":  # the room left for uncheckpointed_layers and larger micro-batches
+            metrics["memory/update_peak_gb"] = torch.cuda.max_memory_allocated(self.device) / 2**30
+            metrics["memory/gpu_free_gb"] = torch.cuda.mem_get_info(self.device)[0] / 2**30
         self._give_back_cached_memory()
         return metrics
 
