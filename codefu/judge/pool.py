@@ -199,7 +199,7 @@ class RayJudgePool:
 
     def _dispatch(self, queue, in_flight) -> None:
         with self._lock:
-            working = [s for s in self.slots if s.starting is None]
+            working = self._working()
             while queue and working:
                 slot = min(working, key=lambda s: s.in_flight / s.workers)
                 if slot.in_flight >= slot.workers * self.config.in_flight_per_worker:
@@ -230,6 +230,11 @@ class RayJudgePool:
             slot.starting, slot.starting_since = slot.actor.node.remote(), time.monotonic()
         elif len(self.slots) > 1:
             self.slots.remove(slot)
+
+    def _working(self) -> list[_Slot]:
+        """The slots that take work: every one but a replacement actor that has not answered yet."""
+        with self._lock:
+            return [s for s in self.slots if s.starting is None]
 
     def _starting(self) -> list[ray.ObjectRef]:
         with self._lock:
@@ -267,9 +272,7 @@ class RayJudgePool:
 
     def compile_cache_stats(self) -> dict[str, dict[str, int]]:
         """Each working actor's compile cache hits and misses, by node id."""
-        with self._lock:
-            working = [s for s in self.slots if s.starting is None]
-        return {s.node_id: ray.get(s.actor.compile_cache_stats.remote()) for s in working}
+        return {s.node_id: ray.get(s.actor.compile_cache_stats.remote()) for s in self._working()}
 
     def close(self) -> None:
         for s in self.slots:
