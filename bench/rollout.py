@@ -9,6 +9,7 @@ One H200:   python bench/rollout.py --model 1.5b --engines native     (about 40 
             python bench/rollout.py --model 7b --engines native
             python bench/rollout.py --model 1.5b --max-new-tokens 8192 --engines native
 Kernel:     python bench/rollout.py --kernel                          (decode attention bandwidth sweep)
+            python bench/rollout.py --shared-prefix-kernel            (a GRPO batch: prompt pages per group)
 CPU smoke:  python bench/rollout.py --smoke                           (tiny model, seconds)
 
 Workload: --prompts prompts of --prompt-len random token ids, n samples each, temperature 1, responses
@@ -22,11 +23,13 @@ Roofline of the native engine's decode (prefill is reported separately):
     roofline time  = sum over decode steps of (weight bytes + KV bytes read that step) / bandwidth
     weight bytes   = every parameter read in one step: the decoder layers, the final norm and lm_head
                      (the input embedding is not counted: only B rows of it are read)
-    KV bytes/step  = sum over running sequences of context_len * layers * 2 (K, V) * Hkv * D * bytes
+    KV bytes/step  = sum over running sequences of context_len * layers * 2 (K, V) * Hkv * D * bytes,
+                     less the prompt tokens a shared-prefix group read once for its samples
     bandwidth      = measured here: a large device-to-device copy, (bytes read + written) / time
     fraction       = roofline time / measured decode time
-The engine's `last_stats` gives decode steps and the sum of context lengths over decode steps, which is
-all the formula needs. Not counted: activations, logits (B x V fp32 per step), sampling.
+The engine's `last_stats` gives decode steps, the sum of context lengths over decode steps and the
+tokens shared-prefix groups saved (`decode_shared_tokens`), which is all the formula needs. Not counted:
+activations, logits (B x V fp32 per step), sampling.
 """
 
 from __future__ import annotations
@@ -83,6 +86,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model-dir", type=Path, help="reuse/save the random model here (default: a temp dir)")
     p.add_argument("--kernel", action="store_true", help="only the decode-attention kernel sweep")
+    p.add_argument(
+        "--shared-prefix-kernel",
+        action="store_true",
+        help="only the decode-attention kernel on a GRPO batch (prompts x 8 samples), groups on and off",
+    )
     p.add_argument("--smoke", action="store_true", help="tiny model on CPU, a few seconds")
     p.add_argument("--out", type=Path, help="write the results as JSON")
     args = p.parse_args(argv)
@@ -124,7 +132,9 @@ def kv_bytes_per_token(cfg: dict[str, Any], dtype_bytes: int = 2) -> int:
 def roofline(stats: dict[str, float], cfg: dict[str, Any], bandwidth: float, dtype_bytes: int = 2) -> dict:
     """The native decode roofline from the engine's last_stats (see the module docstring)."""
     weight = weight_bytes_per_step(cfg, dtype_bytes) * stats["decode_steps"]
-    kv = kv_bytes_per_token(cfg, dtype_bytes) * stats["decode_context_sum"]
+    # K/V read: every context token, less those a shared-prefix group read once for all its samples
+    read = stats["decode_context_sum"] - stats.get("decode_shared_tokens", 0.0)
+    kv = kv_bytes_per_token(cfg, dtype_bytes) * read
     ideal = (weight + kv) / bandwidth
     return {
         "weight_gb": weight / 1e9,
@@ -301,6 +311,72 @@ def kernel_sweep(bandwidth: float, seed: int = 0) -> list[dict]:
     return rows
 
 
+def shared_prefix_sweep(seed: int = 0) -> list[dict]:
+    """The decode kernel on a GRPO batch at 7B: 16 prompts x 8 samples, each sample's context its prompt
+    (shared pages) and its own tokens so far, with the shared-prefix groups (host_tables.shared_prefix_groups)
+    and without; `live` samples of each prompt still running (the tail of a rollout thins the groups)."""
+    from codefu.rollout.native.host_tables import SHARED_GROUP_MAX, shared_prefix_groups
+    from codefu.rollout.native.triton_decode import paged_decode_attention_triton
+
+    hq, hkv, dim, page = 28, 4, 128, 16
+    rows = []
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    for prompt in (512, 1408):
+        for own in (256, 1024, 3072):
+            for live in (8, 4, 2):
+                prompts, batch = 16, 16 * live
+                prompt_blocks, own_blocks = prompt // page, -(-own // page)
+                blocks = prompts * prompt_blocks + batch * own_blocks + 1
+                k = torch.randn(blocks, page, hkv, dim, device="cuda", dtype=torch.bfloat16, generator=g)
+                v = torch.randn_like(k)
+                ids = torch.randperm(blocks, device="cuda", generator=g).to(torch.int32)
+                shared_ids = ids[: prompts * prompt_blocks].view(prompts, 1, prompt_blocks)
+                own_ids = ids[prompts * prompt_blocks : -1].view(prompts, live, own_blocks)
+                tables = torch.cat([shared_ids.expand(-1, live, -1), own_ids], dim=2).reshape(batch, -1)
+                lens = torch.full((batch,), prompt + own, dtype=torch.int32, device="cuda")
+                q = torch.randn(batch, hq, dim, device="cuda", dtype=torch.bfloat16, generator=g)
+                shared, sizes = shared_prefix_groups(
+                    tables.cpu().numpy(), lens.cpu().numpy(), page, SHARED_GROUP_MAX
+                )
+                groups = dict(
+                    shared_lens=torch.from_numpy(shared).cuda(), group_sizes=torch.from_numpy(sizes).cuda()
+                )
+                per_token = 2 * hkv * dim * 2
+                for mode, extra in (("per sequence", {}), ("shared prefix", groups)):
+                    call = functools.partial(
+                        paged_decode_attention_triton, *(q, k, v, tables, lens, dim**-0.5), **extra
+                    )
+                    seconds = graph_time(call)
+                    read = (prompts * prompt + batch * own) if extra else batch * (prompt + own)
+                    rows.append(
+                        {
+                            "prompt": prompt,
+                            "own": own,
+                            "batch": batch,
+                            "mode": mode,
+                            "us": seconds * 1e6,
+                            "kv_mb_read": read * per_token / 1e6,
+                            "gb_per_s_of_contexts": batch * (prompt + own) * per_token / seconds / 1e9,
+                        }
+                    )
+                del k, v
+                torch.cuda.empty_cache()
+    return rows
+
+
+def shared_prefix_markdown(rows: list[dict]) -> str:
+    lines = [
+        "| prompt | own tokens | batch | mode | us | KV MB read | contexts' GB/s |",
+        "|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['prompt']} | {r['own']} | {r['batch']} | {r['mode']} | {r['us']:.0f} | "
+            f"{r['kv_mb_read']:,.0f} | {r['gb_per_s_of_contexts']:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
 # ---- reporting ------------------------------------------------------------------------------------------
 def markdown(results: list[dict]) -> str:
     head = (
@@ -430,6 +506,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.kernel:
         summary["kernel"] = kernel_sweep(bandwidth, args.seed)
         print(kernel_markdown(summary["kernel"]))
+    elif args.shared_prefix_kernel:
+        summary["shared_prefix_kernel"] = shared_prefix_sweep(args.seed)
+        print(shared_prefix_markdown(summary["shared_prefix_kernel"]))
     else:
         summary["model"] = "smoke" if args.smoke else ARCHS[args.model]
         results = summary["results"] = run_engines(args, device, bandwidth)

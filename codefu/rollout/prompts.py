@@ -138,8 +138,10 @@ def follow_up_ids(tokenizer: Any, content: str, reply_ids: list[int]) -> list[in
         ]
         text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         if text.count(_REPLY) != 1:
-            raise CodefuError("the chat template does not render an assistant reply as written: no feedback "
-                              "turn can follow one (rollout.turns > 1 needs that)")
+            raise CodefuError(
+                "the chat template does not render an assistant reply as written: no feedback "
+                "turn can follow one (rollout.turns > 1 needs that)"
+            )
         suffix = text.split(_REPLY, 1)[1]
     elif _knows_chatml(tokenizer):
         suffix = f"{IM_END}\n{IM_START}user\n{content}{IM_END}\n{IM_START}assistant\n"

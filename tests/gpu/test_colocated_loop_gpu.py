@@ -40,7 +40,7 @@ def test_colocated_steps_offload_the_optimizer_and_report_the_moves(tmp_path):
         ray.shutdown()
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [r["step"] for r in rows] == list(range(1, 11))
-    assert rows[0]["memory/optimizer_offloaded_gb"] == 0  # AdamW makes its state at the first step
+    assert "memory/optimizer_offloaded_gb" not in rows[0]  # AdamW makes its state at the first step
     for r in rows[1:]:
         assert r["memory/optimizer_offloaded_gb"] > 0 and r["timing/offload_s"] > 0, r
         assert r["timing/reload_s"] > 0, r  # the update collected the move back, every step

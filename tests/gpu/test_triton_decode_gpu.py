@@ -150,3 +150,83 @@ def test_cuda_graph_replay_with_new_context_lens(partition_size):
         graph.replay()
         torch.cuda.synchronize()
         assert_matches(out, torch_reference(q, k_cache, v_cache, tables, lens, scale))
+
+
+def grpo_cache(prompts, samples, prompt_len, own_max, q_heads, kv_heads, dim, page, seed=0):
+    """A GRPO batch: each prompt's samples share its whole blocks and own the rest (random lengths), the
+    pages in random order; the tables' padding is garbage, as in make_cache."""
+    g = torch.Generator().manual_seed(seed)
+    shared_blocks = prompt_len // page
+    own = torch.randint(1, own_max, (prompts * samples,), generator=g)
+    lens = (prompt_len + own).tolist()
+    need = [math.ceil(n / page) - shared_blocks for n in lens]
+    num_blocks = prompts * shared_blocks + sum(need) + 1
+    width = max(math.ceil(n / page) for n in lens) + 3
+    ids = (1 + torch.randperm(num_blocks - 1, generator=g)).tolist()
+    rows = []
+    for p in range(prompts):
+        prefix = [ids.pop() for _ in range(shared_blocks)]
+        for s in range(samples):
+            mine = prefix + [ids.pop() for _ in range(need[p * samples + s])]
+            rows.append(mine + [2**30] * (width - len(mine)))
+    gc = torch.Generator(device="cuda").manual_seed(seed)
+    k_cache = torch.randn(num_blocks, page, kv_heads, dim, device="cuda", generator=gc).to(torch.bfloat16)
+    v_cache = torch.randn(num_blocks, page, kv_heads, dim, device="cuda", generator=gc).to(torch.bfloat16)
+    k_cache[0] = v_cache[0] = float("nan")
+    tables = torch.tensor(rows, dtype=torch.int32, device="cuda")
+    q = torch.randn(len(lens), q_heads, dim, device="cuda", generator=gc).to(torch.bfloat16)
+    return q, k_cache, v_cache, tables, torch.tensor(lens, dtype=torch.int32, device="cuda")
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_shared_prefix_groups_match_torch_in_a_cuda_graph(model):
+    """16 prompts x 8 samples of a 1,400-token prompt, 7B's (and the others') head layout: the kernel with
+    the groups of host_tables.shared_prefix_groups matches the per-sequence reference, captured once and
+    replayed with new contexts, tables and groups (some samples gone, others alone)."""
+    from codefu.rollout.native.host_tables import SHARED_GROUP_MAX, shared_prefix_groups
+    from codefu.rollout.native.triton_decode import paged_decode_attention_triton
+
+    q_heads, kv_heads, dim, page = MODELS[model]
+    q, k_cache, v_cache, tables, lens = grpo_cache(16, 8, 1400, 3000, q_heads, kv_heads, dim, page)
+    scale = dim**-0.5
+    shared = torch.zeros_like(lens)
+    sizes = torch.zeros_like(lens)
+
+    def set_groups():
+        s, n = shared_prefix_groups(tables.cpu().numpy(), lens.cpu().numpy(), page, SHARED_GROUP_MAX)
+        shared.copy_(torch.from_numpy(s))
+        sizes.copy_(torch.from_numpy(n))
+        return n
+
+    def call():
+        return paged_decode_attention_triton(
+            q, k_cache, v_cache, tables, lens, scale, shared_lens=shared, group_sizes=sizes
+        )
+
+    assert set_groups().tolist() == ([8] + [0] * 7) * 16
+    eager = call()
+    assert_matches(eager, torch_reference(q, k_cache, v_cache, tables, lens, scale))
+
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = call()
+    g = torch.Generator().manual_seed(3)
+    full_tables, full_lens = tables.clone(), lens.clone()
+    for replay in range(3):
+        # drop some rows (their neighbours close ranks, as finished samples leave the running batch)
+        keep = torch.rand(len(full_lens), generator=g) > 0.3 * replay
+        order = torch.arange(len(full_lens))[keep].cuda()
+        tables.fill_(0)
+        lens.zero_()
+        tables[: len(order)] = full_tables[order]
+        lens[: len(order)] = full_lens[order]
+        q.copy_(torch.randn_like(q, dtype=torch.float32).to(q.dtype))
+        assert set_groups().sum() > 0
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_matches(out, torch_reference(q, k_cache, v_cache, tables, lens, scale))

@@ -533,3 +533,33 @@ def test_follow_ups_join_the_running_batch_and_the_stream_ends_when_closed(hf):
     too_long.put([FollowUp(99, list(range(1, 300)))])
     with pytest.raises(ValueError, match="follow-up 99 has 299 tokens"):
         list(engine.generate_stream(PROMPTS[:1], sampling, too_long))
+
+
+def test_shared_prefix_attention_gives_the_outputs_of_reading_each_context(hf, monkeypatch):
+    """The engine with the Triton decode kernel (interpreted on CPU): with `shared_prefix_attention` the
+    samples of each prompt read the prompt's shared blocks as one group, without it each sample reads its
+    whole context; the sampled tokens and their log-probs are the same. Prompts of 32 and 21 tokens (2
+    and 1 shared blocks), 3 samples each, plus a short one with nothing to share."""
+    from codefu.rollout.native import attention
+    from codefu.rollout.native.testing import load_interpreted
+
+    td = load_interpreted("codefu.rollout.native.triton_decode")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    groups_seen = []
+
+    def kernel(*args, shared_lens=None, group_sizes=None):
+        if group_sizes is not None:
+            groups_seen.append(int((group_sizes > 1).sum()))
+        return td.paged_decode_attention_triton(*args, shared_lens=shared_lens, group_sizes=group_sizes)
+
+    monkeypatch.setattr(attention, "CPU_DECODE_KERNEL", kernel)
+    prompts = [PROMPTS[3], PROMPTS[2], PROMPTS[0]]
+    sampling = SamplingParams(n=3, temperature=1.0, max_new_tokens=6, seed=5)
+    outputs = {}
+    for shared in (True, False):
+        engine = make_engine(hf, kv_cache_tokens=64 * BLOCK, shared_prefix_attention=shared)
+        outputs[shared] = engine.generate(prompts, sampling)
+    assert groups_seen and max(groups_seen) == 2  # the two longer prompts' samples, every step
+    for a, b in zip(outputs[True], outputs[False], strict=True):
+        assert a.token_ids == b.token_ids
+        torch.testing.assert_close(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4, rtol=0)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from codefu.rollout.native.host_tables import HostBlockTables
+from codefu.rollout.native.host_tables import HostBlockTables, shared_prefix_groups
 
 
 @dataclass
@@ -52,3 +52,41 @@ def test_rows_stay_with_running_sequences_left_out_of_a_step():
     assert tables.rows([b, a], live={0, 1, 2}) == first[::-1]
     freed = tables.rows([a, c])  # b is not live any more: its row is given back
     assert freed == [first[0], tables.row_of[2]] and tables.free_rows == [first[1]]
+
+
+def test_shared_prefix_groups_follow_a_prompts_samples():
+    """Two prompts that begin with the same system prompt (block 1 shared by all) and 3 samples each
+    sharing their prompt's blocks; between them one sample whose table was rebuilt (preempted): groups
+    are the prompts' samples with their whole prompt, the common first block alone makes none."""
+    tables = np.array(
+        [
+            [1, 2, 3, 10, 0],
+            [1, 2, 3, 11, 0],
+            [1, 2, 3, 12, 0],
+            [1, 20, 21, 0, 0],  # rebuilt: only the system prompt's block in common with its neighbours
+            [1, 4, 5, 13, 0],
+            [1, 4, 5, 14, 0],
+            [1, 4, 5, 15, 16],
+        ]
+    )
+    lens = np.array([60, 55, 49, 40, 64, 50, 70])
+    shared, sizes = shared_prefix_groups(tables, lens, block_size=16, max_group=8)
+    assert sizes.tolist() == [3, 0, 0, 0, 3, 0, 0]
+    assert shared.tolist() == [48, 48, 48, 0, 48, 48, 48]
+
+
+def test_shared_prefix_groups_share_only_whole_blocks_before_the_current_token():
+    """The block holding a sequence's current token is not shared, even if the ids match (e.g. the
+    padding past a short table): the group shares what its shortest member has whole."""
+    tables = np.array([[7, 8, 9, 0], [7, 8, 9, 0]])
+    shared, sizes = shared_prefix_groups(tables, np.array([33, 40]), block_size=16, max_group=8)
+    assert (sizes.tolist(), shared.tolist()) == ([2, 0], [32, 32])
+    shared, sizes = shared_prefix_groups(tables, np.array([16, 40]), block_size=16, max_group=8)
+    assert (sizes.tolist(), shared.tolist()) == ([0, 0], [0, 0])  # row 0's only block holds its token
+
+
+def test_shared_prefix_groups_cut_at_max_group():
+    tables = np.tile(np.array([[3, 4, 5]]), (5, 1))
+    shared, sizes = shared_prefix_groups(tables, np.full(5, 40), block_size=16, max_group=2)
+    assert sizes.tolist() == [2, 0, 2, 0, 0] and shared.tolist() == [32, 32, 32, 32, 0]
+    assert shared_prefix_groups(tables[:1], np.array([40]), 16, 8)[1].tolist() == [0]

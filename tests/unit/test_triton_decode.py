@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
+from codefu.rollout.native.host_tables import shared_prefix_groups
 from codefu.rollout.native.testing import load_interpreted
 
 td = load_interpreted("codefu.rollout.native.triton_decode")
@@ -190,3 +192,93 @@ def test_bad_inputs_raise():
         td.paged_decode_attention_triton(q, k_cache, v_cache, tables, lens, 1.0, block_n=48)
     with pytest.raises(ValueError, match="block_size"):
         td.paged_decode_attention_triton(q, k_cache[:, :12], v_cache[:, :12], tables, lens, 1.0)
+
+
+# ---- shared prefixes (cascade) ----------------------------------------------------------------------
+
+
+def make_shared_case(cohorts, q_heads, kv_heads, dim, page, dtype, seed=0):
+    """Cohorts of sequences as the scheduler lays out a prompt's samples: (prompt length, [context length
+    of each sample]); the samples of a cohort share the pages of the prompt's whole blocks and own the
+    rest. Everything no sequence may read is NaN (as in make_case)."""
+    g = torch.Generator().manual_seed(seed)
+    need = []
+    for prompt, lens in cohorts:
+        need.append(prompt // page + sum(math.ceil(n / page) - prompt // page for n in lens))
+    num_blocks = sum(need) + 3
+    width = max(math.ceil(n / page) for _, lens in cohorts for n in lens) + 2
+    k_cache = torch.full((num_blocks, page, kv_heads, dim), float("nan"))
+    v_cache = torch.full_like(k_cache, float("nan"))
+    free = (1 + torch.randperm(num_blocks - 1, generator=g)).tolist()
+    rows, context_lens = [], []
+    for prompt, lens in cohorts:
+        shared = [free.pop() for _ in range(prompt // page)]
+        for n in lens:
+            own = [free.pop() for _ in range(math.ceil(n / page) - len(shared))]
+            pages = shared + own
+            for t in range(n):
+                if t < len(shared) * page and not torch.isnan(k_cache[pages[t // page], t % page]).all():
+                    continue  # a shared token, written by the cohort's first sample
+                k_cache[pages[t // page], t % page] = torch.randn(kv_heads, dim, generator=g)
+                v_cache[pages[t // page], t % page] = torch.randn(kv_heads, dim, generator=g)
+            rows.append(pages + [0] * (width - len(pages)))
+            context_lens.append(n)
+    tables = torch.tensor(rows, dtype=torch.int32)
+    q = torch.randn(len(rows), q_heads, dim, generator=g)
+    lens = torch.tensor(context_lens, dtype=torch.int32)
+    return q.to(dtype), k_cache.to(dtype), v_cache.to(dtype), tables, lens
+
+
+def check_shared(cohorts, q_heads, kv_heads, dim, page, dtype, partition_size, max_group=td.SHARED_GROUP_MAX):
+    q, k_cache, v_cache, tables, lens = make_shared_case(cohorts, q_heads, kv_heads, dim, page, dtype)
+    shared, sizes = shared_prefix_groups(tables.numpy().astype(np.int64), lens.numpy(), page, max_group)
+    scale = dim**-0.5
+    out = td.paged_decode_attention_triton(
+        q,
+        k_cache,
+        v_cache,
+        tables,
+        lens,
+        scale,
+        shared_lens=torch.from_numpy(shared),
+        group_sizes=torch.from_numpy(sizes),
+        partition_size=partition_size,
+    )
+    expected = reference(q, k_cache, v_cache, tables, lens, scale)
+    assert torch.isfinite(out).all()
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(out.double(), expected, atol=tol, rtol=tol)
+    return shared, sizes
+
+
+@pytest.mark.parametrize("partition_size", [0, 64], ids=["one-partition", "split64"])
+def test_shared_prefix_groups_match_attention_per_sequence(partition_size):
+    """Three prompts: 5 samples of a 70-token prompt (4 whole blocks shared), one sample alone, and 3
+    samples of a 140-token prompt whose prefix spans partitions; the samples' own tokens cross the
+    prefix's partition boundary or not."""
+    cohorts = [(70, [71, 90, 150, 64 + 5, 200]), (33, [40]), (140, [141, 145, 260])]
+    shared, sizes = check_shared(cohorts, 6, 2, 64, 16, torch.float32, partition_size)
+    assert sizes.tolist() == [5, 0, 0, 0, 0, 0, 3, 0, 0]
+    assert shared.tolist() == [64] * 5 + [0] + [128] * 3
+
+
+def test_shared_prefix_groups_bf16_qwen7b_ratio():
+    """Qwen2.5-7B's 7 query heads per KV head and head size: 8 x 7 query rows in one tile."""
+    check_shared([(50, [60, 61, 62, 70, 80, 51, 99, 120])], 7, 1, 128, 16, torch.bfloat16, 64)
+
+
+def test_shared_prefix_group_longer_than_the_limit_is_cut():
+    """10 samples of one prompt: a group of SHARED_GROUP_MAX (8) and one of 2."""
+    _, sizes = check_shared([(40, [50 + i for i in range(10)])], 4, 2, 64, 16, torch.float32, 64)
+    assert sizes.tolist() == [8] + [0] * 7 + [2, 0]
+
+
+def test_shared_prefix_bad_inputs_raise():
+    q, k_cache, v_cache, tables, lens = make_shared_case([(40, [50, 51])], 4, 2, 64, 16, torch.float32)
+    bad = torch.zeros(3, dtype=torch.int32)
+    with pytest.raises(ValueError, match="shared_lens must be int32 of shape"):
+        td.paged_decode_attention_triton(
+            q, k_cache, v_cache, tables, lens, 1.0, shared_lens=bad, group_sizes=bad
+        )
+    with pytest.raises(ValueError, match="go together"):
+        td.paged_decode_attention_triton(q, k_cache, v_cache, tables, lens, 1.0, shared_lens=lens)

@@ -46,6 +46,9 @@ class AttentionMetadata:
     # decode (T == B: one token per sequence)
     block_tables: Tensor | None = None  # [B, max_blocks] int32
     context_lens: Tensor | None = None  # [B] int32
+    # decode, shared prefixes (host_tables.shared_prefix_groups); None: each sequence reads all it attends to
+    shared_lens: Tensor | None = None  # [B] int32
+    group_sizes: Tensor | None = None  # [B] int32
     # prefill after cached tokens
     key_slots: Tensor | None = None  # [Tk] int64
     key_pad_index: Tensor | None = None  # [Tk] int64
@@ -133,15 +136,31 @@ def _triton_decode() -> Callable[..., Tensor] | None:
     return getattr(triton_decode, "paged_decode_attention_triton", None)
 
 
+#: Tests only: a decode kernel (the Triton one, loaded with TRITON_INTERPRET=1) to run on CPU tensors
+#: instead of the torch reference, so the engine's Triton path can be checked without a GPU.
+CPU_DECODE_KERNEL: Callable[..., Tensor] | None = None
+
+
 def paged_decode_attention(
-    q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tables: Tensor, context_lens: Tensor, scale: float
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    block_tables: Tensor,
+    context_lens: Tensor,
+    scale: float,
+    shared_lens: Tensor | None = None,
+    group_sizes: Tensor | None = None,
 ) -> Tensor:
     """One new token per sequence against its paged context: the Triton kernel on CUDA when available, the
-    torch reference otherwise. Same contract for both (see the module docstring)."""
-    if q.is_cuda:
-        kernel = _triton_decode()
-        if kernel is not None:
-            return kernel(q, k_cache, v_cache, block_tables, context_lens, scale)
+    torch reference otherwise. Same contract for both (see the module docstring). shared_lens and
+    group_sizes (groups sharing a prefix's pages) only change how the Triton kernel reads the cache, not
+    the result: the torch path ignores them."""
+    kernel = _triton_decode() if q.is_cuda else CPU_DECODE_KERNEL
+    if kernel is not None:
+        return kernel(
+            q, k_cache, v_cache, block_tables, context_lens, scale,
+            shared_lens=shared_lens, group_sizes=group_sizes,
+        )  # fmt: skip
     return paged_decode_attention_torch(q, k_cache, v_cache, block_tables, context_lens, scale)
 
 
@@ -156,7 +175,9 @@ def attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetada
         v = v_cache.view(-1, heads, dim).index_select(0, keys)
         return prefill_attention(q, k, v, meta, scale)
     assert meta.block_tables is not None and meta.context_lens is not None
-    return paged_decode_attention(q, k_cache, v_cache, meta.block_tables, meta.context_lens, scale)
+    return paged_decode_attention(
+        q, k_cache, v_cache, meta.block_tables, meta.context_lens, scale, meta.shared_lens, meta.group_sizes
+    )
 
 
 __all__ = [

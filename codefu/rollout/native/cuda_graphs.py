@@ -1,8 +1,9 @@
 """CUDA graphs of the decode step: one per batch-size bucket, replayed with the batch padded to the bucket.
 
-The decode forward reads everything it needs from ONE static int64 buffer, `packed` [4 + W, max_batch]:
-row 0 token ids, 1 positions, 2 slots, 3 context lengths, rows 4.. the block tables (transposed, W =
-max blocks per sequence), and ends at the final hidden states (the lm_head runs after the replay). The
+The decode forward reads everything it needs from ONE static int64 buffer, `packed` [6 + W, max_batch]:
+row 0 token ids, 1 positions, 2 slots, 3 context lengths, 4 shared-prefix lengths, 5 shared-prefix group
+sizes (host_tables.shared_prefix_groups), rows 6.. the block tables (transposed, W = max blocks per
+sequence), and ends at the final hidden states (the lm_head runs after the replay). The
 engine fills a host copy (padded columns point at the scratch block, with context length 1), one
 host-to-device copy refreshes the buffer, and the graph of that bucket replays. Graphs are captured from
 the largest bucket down and share one memory pool (as vLLM / nano-vllm do).
@@ -51,7 +52,7 @@ class DecodeGraphs:
         return next((b for b in self.buckets if b >= batch), None)
 
     def run(self, packed: Tensor, batch: int) -> Tensor:
-        """packed [4 + w, bucket] (host, padded to `bucket(batch)` columns, w <= W block-table columns)
+        """packed [6 + w, bucket] (host, padded to `bucket(batch)` columns, w <= W block-table columns)
         -> hidden [batch, H]. Table rows past w keep older ids: attention never reads past context_lens."""
         rows, bs = packed.shape
         # host -> a contiguous device buffer -> the strided static slice: a copy from pinned memory into

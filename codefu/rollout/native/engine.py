@@ -43,7 +43,7 @@ from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_f
 from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs
-from codefu.rollout.native.host_tables import HostBlockTables
+from codefu.rollout.native.host_tables import SHARED_GROUP_MAX, HostBlockTables, shared_prefix_groups
 from codefu.rollout.native.kv_cache import BlockAllocator, KVCache, PrefixCache
 from codefu.rollout.native.model import NativeCausalLM
 from codefu.rollout.native.scheduler import Cohort, DecodeStep, PrefillStep, Scheduler, Sequence
@@ -52,6 +52,9 @@ from codefu.rollout.types import Completion, SamplingParams
 
 log = logging.getLogger(__name__)
 
+#: rows of a decode step's packed input before the block tables (cuda_graphs.py): token slots, positions,
+#: K/V slots, context lengths, shared-prefix lengths, shared-prefix group sizes
+HEADER_ROWS = 6
 PENDING = -1  # a sequence's token still in flight (sampled on the device, not yet read by the host)
 DEFAULT_MAX_MODEL_LEN = 32768  # when the config does not say: the model's own limit, capped here
 MIN_PREFILL_TOKENS = 8192  # token budget of one prefill step (at least max_model_len: no chunked prefill)
@@ -98,6 +101,9 @@ class NativeEngine:
         self.dtype = DTYPE_BY_NAME[config.dtype]
         self.tokenizer = tokenizer
         self.block_size = config.block_size
+        # groups of sequences sharing a prompt's pages, found on the host each decode step (~0.1 ms at
+        # batch 256); only the Triton decode kernel uses them (the torch path gives the same result without)
+        self.shared_prefix = config.shared_prefix_attention
         requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
         self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
         self.model.load_weights(state)
@@ -119,7 +125,7 @@ class NativeEngine:
         # extra slot feeds the padded columns of a graph's batch
         self.last_tokens = torch.zeros(config.max_num_seqs + 1, dtype=torch.long, device=self.device)
         pin = self.device.type == "cuda"
-        rows = 4 + self.max_blocks_per_seq
+        rows = HEADER_ROWS + self.max_blocks_per_seq
         # two of each, used in turn: a buffer is refilled only after the step that used it has finished
         batch = config.max_num_seqs
         self._inputs = [torch.empty(rows * batch, dtype=torch.long, pin_memory=pin) for _ in "ab"]
@@ -355,7 +361,8 @@ class NativeEngine:
             self.scheduler.add(Cohort(self._seqs[i * n : (i + 1) * n]))
         self.last_stats = dict.fromkeys(
             ["prefill_tokens", "cached_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum",
-             "preemptions", "prefill_s", "decode_s", "decode_wait_s", "generated_tokens", "tokens_per_s"],
+             "decode_shared_tokens", "preemptions", "prefill_s", "decode_s", "decode_wait_s",
+             "generated_tokens", "tokens_per_s"],
             0.0,
         )  # fmt: skip
         self.last_stats["kv_cache_tokens"] = float(self.num_blocks * self.block_size)
@@ -498,9 +505,9 @@ class NativeEngine:
         # contiguous: a strided pinned slice is copied through a pageable temporary, and such a copy
         # makes the host wait for the device to finish everything queued before it
         cols = bucket or n
-        packed = self._inputs[self._turn][: (4 + width) * cols].view(4 + width, cols)
+        packed = self._inputs[self._turn][: (HEADER_ROWS + width) * cols].view(HEADER_ROWS + width, cols)
         packed_np = packed.numpy()
-        packed_np[:, n:] = self._pad[: 4 + width, None]
+        packed_np[:, n:] = self._pad[: HEADER_ROWS + width, None]
         pos = np.fromiter((s.num_tokens - 1 for s in seqs), dtype=np.int64, count=n)
         rows, tables = self.host_tables.gather(seqs, width)  # (n, width)
         packed_np[0, :n] = rows  # each sequence's slot in last_tokens: its input token is there
@@ -509,7 +516,14 @@ class NativeEngine:
             tables[np.arange(n), pos // self.block_size] * self.block_size + pos % self.block_size
         )
         packed_np[3, :n] = pos + 1
-        packed_np[4:, :n] = tables.T
+        if self.shared_prefix:
+            shared, sizes = shared_prefix_groups(tables, pos + 1, self.block_size, SHARED_GROUP_MAX)
+            packed_np[4, :n], packed_np[5, :n] = shared, sizes
+            # context tokens this step reads once per group instead of once per sequence
+            self.last_stats["decode_shared_tokens"] += float(np.dot(np.maximum(sizes - 1, 0), shared))
+        else:
+            packed_np[4:6, :n] = 0
+        packed_np[HEADER_ROWS:, :n] = tables.T
         if bucket is not None:
             assert self.graphs is not None
             hidden = self.graphs.run(packed, len(seqs))
@@ -522,22 +536,25 @@ class NativeEngine:
         return seqs, token_slots, self.model.logits(hidden)
 
     def _decode_forward(self, packed: Tensor) -> Tensor:
-        """packed [4 + W, B] (see cuda_graphs.py; row 0: token slots) -> final hidden states [B, hidden].
-        No host reads, so it can be captured in a CUDA graph."""
+        """packed [HEADER_ROWS + W, B] (see cuda_graphs.py; row 0: token slots) -> final hidden states
+        [B, hidden]. No host reads, so it can be captured in a CUDA graph."""
         meta = AttentionMetadata(
             is_prefill=False,
             slot_mapping=packed[2],
-            block_tables=packed[4:].t().to(torch.int32, memory_format=torch.contiguous_format),
+            block_tables=packed[HEADER_ROWS:].t().to(torch.int32, memory_format=torch.contiguous_format),
             context_lens=packed[3].to(torch.int32),
         )
+        if self.shared_prefix:
+            meta.shared_lens, meta.group_sizes = packed[4].to(torch.int32), packed[5].to(torch.int32)
         return self.model(self.last_tokens[packed[0]], packed[1], meta)
 
     def _pad_column(self) -> Tensor:
-        """A padded decode column [4 + max blocks per sequence]: the spare token slot at position 0,
-        written to and reading the scratch block (a narrower batch takes its first 4 + width rows)."""
+        """A padded decode column [HEADER_ROWS + max blocks per sequence]: the spare token slot at position
+        0, written to and reading the scratch block, in no shared-prefix group (a narrower batch takes its
+        first HEADER_ROWS + width rows)."""
         scratch = self.num_blocks  # KVCache's extra block
-        column = torch.full((4 + self.max_blocks_per_seq,), scratch, dtype=torch.long)
-        column[:4] = torch.tensor([self.config.max_num_seqs, 0, scratch * self.block_size, 1])
+        column = torch.full((HEADER_ROWS + self.max_blocks_per_seq,), scratch, dtype=torch.long)
+        column[:HEADER_ROWS] = torch.tensor([self.config.max_num_seqs, 0, scratch * self.block_size, 1, 0, 0])
         return column
 
     def _account(

@@ -20,6 +20,10 @@ from typing import Protocol
 
 import numpy as np
 
+#: Sequences of one shared-prefix group at most: the decode kernel puts the group's queries in one tile of
+#: SHARED_GROUP_MAX x (query heads per KV head) rows (8 x 7 = 56 for Qwen2.5-7B, padded to 64).
+SHARED_GROUP_MAX = 8
+
 
 class _HasBlockTable(Protocol):
     seq_id: int
@@ -69,4 +73,43 @@ class HostBlockTables:
         return rows, self.array[rows, :width]
 
 
-__all__ = ["HostBlockTables"]
+def shared_prefix_groups(
+    tables: np.ndarray, context_lens: np.ndarray, block_size: int, max_group: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Groups of consecutive rows whose block tables begin with the same pages, for shared-prefix decode
+    attention (triton_decode.py): (shared_lens, group_sizes), int32 [n] each. A group's first row holds its
+    size, the others 0; every row of a group holds the tokens the group shares, rows alone hold 0.
+
+    tables (n, width): each sequence's block table; context_lens [n]: tokens it attends to this step, its
+    current one (whose block is being written) included. Only whole blocks before every member's current
+    token count as shared; equal page ids mean the same K/V (the scheduler shares a prompt's full blocks
+    among its samples, and never writes a shared block). A group shares its first pair's blocks and
+    grows while the next pair shares at least as many (a prompt's samples share all of its full blocks;
+    prompts that begin alike, e.g. with one system prompt, share fewer, and such a link ends a group); it
+    holds at most max_group rows (a longer run is cut into several groups)."""
+    n = len(tables)
+    shared = np.zeros(n, dtype=np.int32)
+    sizes = np.zeros(n, dtype=np.int32)
+    if n < 2 or max_group < 2:
+        return shared, sizes
+    full = (np.asarray(context_lens) - 1) // block_size  # whole blocks before each current token
+    same = tables[1:] == tables[:-1]
+    common = np.where(same.all(axis=1), tables.shape[1], same.argmin(axis=1))
+    link = np.minimum(common, np.minimum(full[1:], full[:-1])).tolist()  # blocks rows i, i+1 share
+    i = 0
+    while i < n - 1:
+        blocks = link[i]
+        # a row whose next pair shares more starts no group: it would cut that pair's prefix to its own
+        if blocks <= 0 or (i + 1 < n - 1 and link[i + 1] > blocks):
+            i += 1
+            continue
+        j = i + 1  # the group's last row so far
+        while j < n - 1 and j + 1 - i < max_group and link[j] >= blocks:
+            j += 1
+        sizes[i] = j + 1 - i
+        shared[i : j + 1] = blocks * block_size
+        i = j + 1
+    return shared, sizes
+
+
+__all__ = ["SHARED_GROUP_MAX", "HostBlockTables", "shared_prefix_groups"]

@@ -20,6 +20,14 @@ each (sequence, query head): out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l
 (short contexts, or `partition_size=0`) the first kernel writes the output itself and there is no second
 launch.
 
+Shared prefixes (cascade attention): the n samples of a prompt attend to the same prompt pages (the
+scheduler shares full blocks), and early in a GRPO rollout those pages are most of what a decode step
+reads besides the weights (at 7B, 128 sequences x a 1.4k-token prompt = 10 GB a step). Given groups of
+consecutive sequences that share their first pages (`shared_lens`, `group_sizes`), a third kernel runs one
+program per (group, KV head, partition) with all n x G query rows of the group in one tile, so each
+prefix tile is read once per group; the partition kernel then covers only each sequence's own tokens
+after the prefix, and the reduce combines both sets of partials (an exact rewrite of the same softmax).
+
 CUDA graphs: nothing here reads `context_lens` on the host. The grid, the partition size and the scratch
 buffers depend only on tensor shapes (max_blocks * block_size bounds the context); programs whose
 partition starts past their sequence's length do nothing, and the reduce reads only the partitions that
@@ -40,6 +48,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from codefu.rollout.native.host_tables import SHARED_GROUP_MAX
+
 #: Tokens per inner-loop tile (gathered through the block table, so any block_size works with it).
 BLOCK_N = 64
 #: Split-K partitions: a power of two of at least MIN_PARTITION tokens, at most MAX_PARTITION unless the
@@ -55,68 +65,36 @@ _LOG2E = 1.4426950408889634
 
 
 @triton.jit
-def _partition_kernel(
-    q_ptr,
+def _attend(
+    q,  # [ROWS, HEAD_DIM_PAD] queries of one KV head (padded rows are zeros)
     k_ptr,
     v_ptr,
-    bt_ptr,
-    ctx_ptr,
-    out_ptr,  # [B, Hq, D] (one partition) or [B, Hq, P, D] fp32 partial outputs (split)
-    m_ptr,  # [B, Hq, P] fp32 running max (log2 domain); unused without split
-    l_ptr,  # [B, Hq, P] fp32 softmax denominators; unused without split
-    qk_scale,  # scale * log2(e): scores go straight to exp2
-    partition_size,  # tokens per partition (a multiple of BLOCK_N)
-    stride_qb,
-    stride_qh,
+    bt_row,  # the block table row whose pages hold tokens [first, end)
+    kvh,
+    first,
+    end,
+    qk_scale,
     stride_kb,
     stride_kt,
     stride_kh,
     stride_vb,
     stride_vt,
     stride_vh,
-    stride_btb,
-    stride_ob,
-    stride_oh,
-    stride_op,
-    stride_mb,
-    stride_mh,
-    GROUP: tl.constexpr,  # query heads per KV head
-    GROUP_PAD: tl.constexpr,  # GROUP rounded up to a power of two >= 16 (tl.dot's minimum)
+    ROWS: tl.constexpr,
     HEAD_DIM: tl.constexpr,
-    HEAD_DIM_PAD: tl.constexpr,  # power of two >= HEAD_DIM
-    PAGE: tl.constexpr,  # block_size of the cache
-    BLOCK: tl.constexpr,  # tokens per tile
-    SPLIT: tl.constexpr,  # write partials (m, l, unnormalised acc) instead of the output
-    # exact fp32 dot products: for fp32 inputs (not tf32), and in the interpreter, whose bf16 tl.dot reads
-    # the raw bits (triton 3.9); the operands hold the same values, so only the summation order differs
+    HEAD_DIM_PAD: tl.constexpr,
+    PAGE: tl.constexpr,
+    BLOCK: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
-    b = tl.program_id(0)
-    kvh = tl.program_id(1)
-    part = tl.program_id(2)
-    ctx = tl.load(ctx_ptr + b)
-    start = part * partition_size
-    end = tl.minimum(start + partition_size, ctx)
-
-    rows = tl.arange(0, GROUP_PAD)
-    row_ok = rows < GROUP
-    # rows that load and store: none when the partition starts past the sequence's end (a block-wide
-    # comparison, not `mask & scalar`, which the interpreter rejects)
-    row_live = rows < tl.where(start < ctx, GROUP, 0)
-    heads = kvh * GROUP + rows
+    """Online softmax of q over the tokens [first, end) of one page table, tile by tile: (running max m in
+    the log2 domain, denominators l, unnormalised output acc), each K/V tile loaded once for all rows."""
     dims = tl.arange(0, HEAD_DIM_PAD)
     dim_ok = dims < HEAD_DIM
-    q = tl.load(
-        q_ptr + b * stride_qb + heads[:, None] * stride_qh + dims[None, :],
-        mask=row_live[:, None] & dim_ok[None, :],
-        other=0.0,
-    )
-
-    m_i = tl.full([GROUP_PAD], float("-inf"), tl.float32)
-    l_i = tl.zeros([GROUP_PAD], tl.float32)
-    acc = tl.zeros([GROUP_PAD, HEAD_DIM_PAD], tl.float32)
-    bt_row = bt_ptr + b * stride_btb
-    for t0 in range(start, end, BLOCK):
+    m_i = tl.full([ROWS], float("-inf"), tl.float32)
+    l_i = tl.zeros([ROWS], tl.float32)
+    acc = tl.zeros([ROWS, HEAD_DIM_PAD], tl.float32)
+    for t0 in range(first, end, BLOCK):
         tok = t0 + tl.arange(0, BLOCK)
         tok_ok = tok < end
         # only pages below the sequence's length are looked up: the table's padding is never read
@@ -149,6 +127,80 @@ def _partition_kernel(
             pv = tl.dot(p.to(v.dtype), v)
         acc = acc * alpha[:, None] + pv
         m_i = m_new
+    return m_i, l_i, acc
+
+
+@triton.jit
+def _partition_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    bt_ptr,
+    ctx_ptr,
+    shared_ptr,  # [B] int32: leading tokens the shared-prefix kernel covers; unused without CASCADE
+    out_ptr,  # [B, Hq, D] (one partition) or [B, Hq, P, D] fp32 partial outputs (split)
+    m_ptr,  # [B, Hq, P] fp32 running max (log2 domain); unused without split
+    l_ptr,  # [B, Hq, P] fp32 softmax denominators; unused without split
+    qk_scale,  # scale * log2(e): scores go straight to exp2
+    partition_size,  # tokens per partition (a multiple of BLOCK_N)
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_btb,
+    stride_ob,
+    stride_oh,
+    stride_op,
+    stride_mb,
+    stride_mh,
+    GROUP: tl.constexpr,  # query heads per KV head
+    GROUP_PAD: tl.constexpr,  # GROUP rounded up to a power of two >= 16 (tl.dot's minimum)
+    HEAD_DIM: tl.constexpr,
+    HEAD_DIM_PAD: tl.constexpr,  # power of two >= HEAD_DIM
+    PAGE: tl.constexpr,  # block_size of the cache
+    BLOCK: tl.constexpr,  # tokens per tile
+    SPLIT: tl.constexpr,  # write partials (m, l, unnormalised acc) instead of the output
+    CASCADE: tl.constexpr,  # skip each sequence's first shared_ptr[b] tokens (the shared-prefix kernel's)
+    # exact fp32 dot products: for fp32 inputs (not tf32), and in the interpreter, whose bf16 tl.dot reads
+    # the raw bits (triton 3.9); the operands hold the same values, so only the summation order differs
+    FP32_DOT: tl.constexpr,
+):
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    part = tl.program_id(2)
+    ctx = tl.load(ctx_ptr + b)
+    start = part * partition_size
+    end = tl.minimum(start + partition_size, ctx)
+    if CASCADE:
+        # a partition inside the shared prefix runs no tile and writes an empty partial (m -inf, l 0)
+        first = tl.maximum(start, tl.load(shared_ptr + b))
+    else:
+        first = start
+
+    rows = tl.arange(0, GROUP_PAD)
+    row_ok = rows < GROUP
+    # rows that load and store: none when the partition starts past the sequence's end (a block-wide
+    # comparison, not `mask & scalar`, which the interpreter rejects)
+    row_live = rows < tl.where(start < ctx, GROUP, 0)
+    heads = kvh * GROUP + rows
+    dims = tl.arange(0, HEAD_DIM_PAD)
+    dim_ok = dims < HEAD_DIM
+    q = tl.load(
+        q_ptr + b * stride_qb + heads[:, None] * stride_qh + dims[None, :],
+        mask=row_live[:, None] & dim_ok[None, :],
+        other=0.0,
+    )
+
+    bt_row = bt_ptr + b * stride_btb
+    m_i, l_i, acc = _attend(
+        q, k_ptr, v_ptr, bt_row, kvh, first, end, qk_scale,
+        stride_kb, stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
+        GROUP_PAD, HEAD_DIM, HEAD_DIM_PAD, PAGE, BLOCK, FP32_DOT,
+    )  # fmt: skip
 
     if SPLIT:
         o = out_ptr + b * stride_ob + heads[:, None] * stride_oh + part * stride_op + dims[None, :]
@@ -163,13 +215,83 @@ def _partition_kernel(
 
 
 @triton.jit
-def _reduce_kernel(
-    part_ptr,  # [B, Hq, P, D] fp32
+def _shared_prefix_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    bt_ptr,
+    shared_ptr,  # [B] int32: the group's shared prefix length, at each of its sequences
+    size_ptr,  # [B] int32: at a group's first sequence, its number of sequences (rows b .. b + n - 1); else 0
+    out_ptr,  # [B, Hq, P, D] fp32 partial outputs of the shared prefix
     m_ptr,  # [B, Hq, P] fp32
     l_ptr,  # [B, Hq, P] fp32
+    qk_scale,
+    partition_size,
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kt,
+    stride_kh,
+    stride_vb,
+    stride_vt,
+    stride_vh,
+    stride_btb,
+    stride_ob,
+    stride_oh,
+    stride_op,
+    stride_mb,
+    stride_mh,
+    GROUP: tl.constexpr,
+    ROWS: tl.constexpr,  # a power of two >= 16 and >= (sequences per group, at most) x GROUP
+    HEAD_DIM: tl.constexpr,
+    HEAD_DIM_PAD: tl.constexpr,
+    PAGE: tl.constexpr,
+    BLOCK: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    """One program per (group, KV head, partition of the shared prefix): the queries of every sequence of
+    the group (n x GROUP rows) against the prefix's pages, each tile read once for the whole group instead
+    of once per sequence. Programs of rows that start no group, or partitions past the prefix, do nothing."""
+    b = tl.program_id(0)
+    kvh = tl.program_id(1)
+    part = tl.program_id(2)
+    size = tl.load(size_ptr + b)
+    start = part * partition_size
+    end = tl.where(size > 0, tl.minimum(start + partition_size, tl.load(shared_ptr + b)), start)
+
+    rows = tl.arange(0, ROWS)
+    row_live = rows < tl.where(start < end, size * GROUP, 0)
+    seq = b + rows // GROUP
+    heads = kvh * GROUP + rows % GROUP
+    dims = tl.arange(0, HEAD_DIM_PAD)
+    dim_ok = dims < HEAD_DIM
+    q = tl.load(
+        q_ptr + seq[:, None] * stride_qb + heads[:, None] * stride_qh + dims[None, :],
+        mask=row_live[:, None] & dim_ok[None, :],
+        other=0.0,
+    )
+    m_i, l_i, acc = _attend(
+        q, k_ptr, v_ptr, bt_ptr + b * stride_btb, kvh, start, end, qk_scale,
+        stride_kb, stride_kt, stride_kh, stride_vb, stride_vt, stride_vh,
+        ROWS, HEAD_DIM, HEAD_DIM_PAD, PAGE, BLOCK, FP32_DOT,
+    )  # fmt: skip
+    o = out_ptr + seq[:, None] * stride_ob + heads[:, None] * stride_oh + part * stride_op + dims[None, :]
+    tl.store(o, acc, mask=row_live[:, None] & dim_ok[None, :])
+    ml = seq * stride_mb + heads * stride_mh + part
+    tl.store(m_ptr + ml, m_i, mask=row_live)
+    tl.store(l_ptr + ml, l_i, mask=row_live)
+
+
+@triton.jit
+def _reduce_kernel(
+    part_ptr,  # [B, Hq, P, D] fp32; with CASCADE [B, Hq, 2P, D]: the shared prefix's partials at P..
+    m_ptr,  # [B, Hq, P] fp32 (with CASCADE 2P)
+    l_ptr,  # [B, Hq, P] fp32 (with CASCADE 2P)
     ctx_ptr,
+    shared_ptr,  # [B] int32 shared prefix lengths; unused without CASCADE
     out_ptr,  # [B, Hq, D]
     partition_size,
+    num_parts,  # P
     stride_pb,
     stride_ph,
     stride_pp,
@@ -180,11 +302,15 @@ def _reduce_kernel(
     HEAD_DIM: tl.constexpr,
     HEAD_DIM_PAD: tl.constexpr,
     CHUNK: tl.constexpr,  # partitions combined per iteration
+    CASCADE: tl.constexpr,
 ):
     b = tl.program_id(0)
     h = tl.program_id(1)
     ctx = tl.load(ctx_ptr + b)
     n_parts = tl.cdiv(ctx, partition_size)  # only partitions that hold tokens were written
+    hi = n_parts  # partitions [0, n_parts) and [num_parts, hi) are read
+    if CASCADE:
+        hi = num_parts + tl.cdiv(tl.load(shared_ptr + b), partition_size)
     ml = m_ptr + b * stride_mb + h * stride_mh
     ll = l_ptr + b * stride_mb + h * stride_mh
     dims = tl.arange(0, HEAD_DIM_PAD)
@@ -192,18 +318,19 @@ def _reduce_kernel(
 
     # pass 1: the global max over partitions
     m_all = tl.full([CHUNK], float("-inf"), tl.float32)
-    for p0 in range(0, n_parts, CHUNK):
+    for p0 in range(0, hi, CHUNK):
         idx = p0 + tl.arange(0, CHUNK)
-        m_all = tl.maximum(m_all, tl.load(ml + idx, mask=idx < n_parts, other=float("-inf")))
+        ok = (idx < n_parts) | ((idx >= num_parts) & (idx < hi))
+        m_all = tl.maximum(m_all, tl.load(ml + idx, mask=ok, other=float("-inf")))
     m_max = tl.max(m_all, 0)
 
     # pass 2: rescale each partition's sum and output to the global max and add them up
     total = tl.zeros([CHUNK], tl.float32)
     acc = tl.zeros([HEAD_DIM_PAD], tl.float32)
     base = part_ptr + b * stride_pb + h * stride_ph
-    for p0 in range(0, n_parts, CHUNK):
+    for p0 in range(0, hi, CHUNK):
         idx = p0 + tl.arange(0, CHUNK)
-        ok = idx < n_parts
+        ok = (idx < n_parts) | ((idx >= num_parts) & (idx < hi))
         w = tl.where(ok, tl.exp2(tl.load(ml + idx, mask=ok, other=0.0) - m_max), 0.0)
         total += w * tl.load(ll + idx, mask=ok, other=0.0)
         part = tl.load(base + idx[:, None] * stride_pp + dims[None, :], mask=ok[:, None] & dim_ok[None, :])
@@ -253,12 +380,21 @@ def paged_decode_attention_triton(
     context_lens: Tensor,
     scale: float,
     *,
+    shared_lens: Tensor | None = None,
+    group_sizes: Tensor | None = None,
     partition_size: int | None = None,
     block_n: int = BLOCK_N,
     num_warps: int = 4,
     num_stages: int = 2,
 ) -> Tensor:
     """Decode attention over a paged KV cache; see the module docstring for shapes.
+
+    shared_lens, group_sizes (int32 [B], both or neither): groups of consecutive sequences whose contexts
+    begin with the same pages (a prompt's samples), as `shared_prefix_groups` finds them. The group's
+    first sequence b has group_sizes[b] = n (at most SHARED_GROUP_MAX) and the group is b .. b + n - 1;
+    every other entry is 0. shared_lens[i] = the tokens that sequence i's group shares (below its context
+    length, the same for every sequence of the group, 0 outside groups). Those tokens are read once per
+    group (`_shared_prefix_kernel`) instead of once per sequence; the result is the same attention.
 
     partition_size: None = `choose_partition_size` from shapes; 0 = no split-K; otherwise a multiple of
     block_n. block_n (tokens per tile, a power of two >= 16), num_warps, num_stages: tuning knobs for
@@ -277,6 +413,14 @@ def paged_decode_attention_triton(
         raise ValueError(
             f"block_tables / context_lens must be int32: {block_tables.dtype}, {context_lens.dtype}"
         )
+    cascade = shared_lens is not None
+    if cascade != (group_sizes is not None):
+        raise ValueError("shared_lens and group_sizes go together")
+    if shared_lens is not None and group_sizes is not None:
+        for name, t in (("shared_lens", shared_lens), ("group_sizes", group_sizes)):
+            if t.dtype != torch.int32 or t.shape != (batch,):
+                raise ValueError(f"{name} must be int32 of shape ({batch},): {t.dtype} {tuple(t.shape)}")
+        shared_lens, group_sizes = shared_lens.contiguous(), group_sizes.contiguous()
     if q.stride(-1) != 1 or k_cache.stride(-1) != 1 or v_cache.stride(-1) != 1:
         raise ValueError("q, k_cache and v_cache need a contiguous last dimension")
     block_tables = block_tables.contiguous()
@@ -290,23 +434,20 @@ def paged_decode_attention_triton(
     if partition_size and partition_size % block_n:
         raise ValueError(f"partition_size must be a multiple of block_n ({block_n}), got {partition_size}")
     split = 0 < partition_size < max_context
+    if cascade and not split:  # the prefix's and each sequence's own partials meet in the reduce
+        partition_size, split = triton.cdiv(max_context, block_n) * block_n, True
     parts = triton.cdiv(max_context, partition_size) if split else 1
     group = q_heads // kv_heads
-    consts = dict(
-        GROUP=group,
-        GROUP_PAD=max(16, _next_pow2(group)),
-        HEAD_DIM=head_dim,
-        HEAD_DIM_PAD=max(16, _next_pow2(head_dim)),
-        PAGE=page,
-        BLOCK=block_n,
-        FP32_DOT=q.dtype == torch.float32 or q.device.type == "cpu",  # CPU: only the interpreter runs
-        num_warps=num_warps,
-        num_stages=num_stages,
-    )
+    head_dim_pad = max(16, _next_pow2(head_dim))
+    fp32_dot = q.dtype == torch.float32 or q.device.type == "cpu"  # CPU: only the interpreter runs
+    tiles = dict(HEAD_DIM=head_dim, HEAD_DIM_PAD=head_dim_pad, PAGE=page, BLOCK=block_n, FP32_DOT=fp32_dot)
+    launch = dict(num_warps=num_warps, num_stages=num_stages)
     out = torch.empty_like(q)
     if split:
-        partial = torch.empty(batch, q_heads, parts, head_dim, device=q.device, dtype=torch.float32)
-        m = torch.empty(batch, q_heads, parts, device=q.device, dtype=torch.float32)
+        # with cascade, each (sequence, head) has 2P partials: its own at 0..P-1, the shared prefix's at P..
+        slots = 2 * parts if cascade else parts
+        partial = torch.empty(batch, q_heads, slots, head_dim, device=q.device, dtype=torch.float32)
+        m = torch.empty(batch, q_heads, slots, device=q.device, dtype=torch.float32)
         l_sum = torch.empty_like(m)
         dst, dst_strides, ml_strides = partial, partial.stride()[:3], m.stride()[:2]
     else:
@@ -314,12 +455,14 @@ def paged_decode_attention_triton(
         m = l_sum = out
         dst, dst_strides, ml_strides = out, (out.stride(0), out.stride(1), 0), (0, 0)
         partition_size = max_context
+    cache_strides = (*k_cache.stride()[:3], *v_cache.stride()[:3])
     _partition_kernel[(batch, kv_heads, parts)](
         q,
         k_cache,
         v_cache,
         block_tables,
         context_lens,
+        shared_lens if cascade else context_lens,
         dst,
         m,
         l_sum,
@@ -327,29 +470,59 @@ def paged_decode_attention_triton(
         partition_size,
         q.stride(0),
         q.stride(1),
-        *k_cache.stride()[:3],
-        *v_cache.stride()[:3],
+        *cache_strides,
         block_tables.stride(0),
         *dst_strides,
         *ml_strides,
+        GROUP=group,
+        GROUP_PAD=max(16, _next_pow2(group)),
         SPLIT=split,
-        **consts,
+        CASCADE=cascade,
+        **tiles,
+        **launch,
     )
+    if cascade:
+        _shared_prefix_kernel[(batch, kv_heads, parts)](
+            q,
+            k_cache,
+            v_cache,
+            block_tables,
+            shared_lens,
+            group_sizes,
+            partial[:, :, parts:],
+            m[:, :, parts:],
+            l_sum[:, :, parts:],
+            scale * _LOG2E,
+            partition_size,
+            q.stride(0),
+            q.stride(1),
+            *cache_strides,
+            block_tables.stride(0),
+            *dst_strides,
+            *ml_strides,
+            GROUP=group,
+            ROWS=max(16, _next_pow2(SHARED_GROUP_MAX * group)),
+            **tiles,
+            **launch,
+        )
     if split:
         _reduce_kernel[(batch, q_heads)](
             partial,
             m,
             l_sum,
             context_lens,
+            shared_lens if cascade else context_lens,
             out,
             partition_size,
+            parts,
             *partial.stride()[:3],
             *m.stride()[:2],
             out.stride(0),
             out.stride(1),
             HEAD_DIM=head_dim,
-            HEAD_DIM_PAD=consts["HEAD_DIM_PAD"],
+            HEAD_DIM_PAD=head_dim_pad,
             CHUNK=16,
+            CASCADE=cascade,
             num_warps=4,
         )
     return out
