@@ -61,10 +61,11 @@ class EngineSettings:
     """native: prompt + response cap; None: the model's (at most 32768), capped by the KV cache."""
     cuda_graphs: bool = True
     """native, GPU: replay CUDA graphs of the decode step (False: eager)."""
-    shared_prefix_attention: bool = True
+    shared_prefix_attention: bool = False
     """native: decode attention (the Triton kernel, GPU) reads the KV cache of a prompt shared by its
     samples once per group of up to 8 of them instead of once per sample (cascade attention; same
-    result). False: each sequence reads its whole context."""
+    result). Off by default: measured slower on an H200 at 7B in most GRPO shapes so far (the
+    extra kernel's few programs cost more than the reads they save; docs/benchmarks.md)."""
     prefix_caching: bool = True
     """native: keep the KV blocks of finished sequences until their memory is needed, and start a later
     prompt that begins with the same tokens after them (a self-repair turn after the conversation so far);
