@@ -365,16 +365,20 @@ def shared_prefix_sweep(seed: int = 0) -> list[dict]:
 
 
 def shared_prefix_markdown(rows: list[dict]) -> str:
-    lines = [
-        "| prompt | own tokens | batch | mode | us | KV MB read | contexts' GB/s |",
-        "|---:|---:|---:|---|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['prompt']} | {r['own']} | {r['batch']} | {r['mode']} | {r['us']:.0f} | "
-            f"{r['kv_mb_read']:,.0f} | {r['gb_per_s_of_contexts']:,.0f} |"
-        )
-    return "\n".join(lines)
+    cells = [
+        [r["prompt"], r["own"], r["batch"], r["mode"], f"{r['us']:.0f}", f"{r['kv_mb_read']:,.0f}",
+         f"{r['gb_per_s_of_contexts']:,.0f}"]
+        for r in rows
+    ]  # fmt: skip
+    return table("prompt own_tokens batch mode us KV_MB_read contexts'_GB/s", "rrrlrrr", cells)
+
+
+def table(columns: str, align: str, cells: list[list[Any]]) -> str:
+    """A markdown table: column names split on spaces (underscores become spaces), `align` one letter a
+    column (l or r)."""
+    head = "| " + " | ".join(c.replace("_", " ") for c in columns.split()) + " |"
+    rule = "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"
+    return "\n".join([head, rule] + ["| " + " | ".join(str(c) for c in row) + " |" for row in cells])
 
 
 # ---- reporting ------------------------------------------------------------------------------------------
@@ -398,16 +402,12 @@ def markdown(results: list[dict]) -> str:
 
 
 def kernel_markdown(rows: list[dict]) -> str:
-    lines = [
-        "| model | batch | context | partition | block_n | warps | us | GB/s | of copy bw |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['model']} | {r['batch']} | {r['context']} | {r['partition']} | {r['block_n']} | "
-            f"{r['num_warps']} | {r['us']:.0f} | {r['gb_per_s']:,.0f} | {r['fraction_of_copy_bw']:.1%} |"
-        )
-    return "\n".join(lines)
+    cells = [
+        [r["model"], r["batch"], r["context"], r["partition"], r["block_n"], r["num_warps"], f"{r['us']:.0f}",
+         f"{r['gb_per_s']:,.0f}", f"{r['fraction_of_copy_bw']:.1%}"]
+        for r in rows
+    ]  # fmt: skip
+    return table("model batch context partition block_n warps us GB/s of_copy_bw", "lrrlrrrrr", cells)
 
 
 def describe(r: dict) -> str:
