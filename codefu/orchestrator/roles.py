@@ -250,7 +250,7 @@ def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
         "rollout/kv_cache_tokens": min(s["kv_cache_tokens"] for w in per_worker for s in per_worker[w]),
         "rollout/decode_steps": max(total("decode_steps", w) for w in per_worker),
         "rollout/decode_batch_mean": sum(total("decode_batch_sum", w) for w in per_worker) / max(steps, 1.0),
-        # of the context tokens decode attended to, those read once per shared-prefix group, not per sample
+        # of the context tokens' K/V reads one per sequence would make, those shared-prefix groups avoided
         "rollout/decode_shared_frac": sum(total("decode_shared_tokens", w) for w in per_worker)
         / max(sum(total("decode_context_sum", w) for w in per_worker), 1.0),
         "rollout/preemptions": sum(total("preemptions", w) for w in per_worker),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 
-from codefu.rollout.native.host_tables import HostBlockTables, shared_prefix_groups
+from codefu.rollout.native.host_tables import SHARED_GROUP_MAX, HostBlockTables, shared_prefix_groups
 
 
 @dataclass
@@ -90,3 +91,9 @@ def test_shared_prefix_groups_cut_at_max_group():
     shared, sizes = shared_prefix_groups(tables, np.full(5, 40), block_size=16, max_group=2)
     assert sizes.tolist() == [2, 0, 2, 0, 0] and shared.tolist() == [32, 32, 32, 32, 0]
     assert shared_prefix_groups(tables[:1], np.array([40]), 16, 8)[1].tolist() == [0]
+
+
+def test_shared_prefix_groups_larger_than_the_kernels_tile_are_refused():
+    tables = np.tile(np.array([[3, 4, 5]]), (3, 1))
+    with pytest.raises(ValueError, match="SHARED_GROUP_MAX"):
+        shared_prefix_groups(tables, np.full(3, 40), block_size=16, max_group=SHARED_GROUP_MAX + 1)

@@ -519,7 +519,7 @@ class NativeEngine:
         if self.shared_prefix:
             shared, sizes = shared_prefix_groups(tables, pos + 1, self.block_size, SHARED_GROUP_MAX)
             packed_np[4, :n], packed_np[5, :n] = shared, sizes
-            # context tokens this step reads once per group instead of once per sequence
+            # context-token reads avoided: a group of n sharing S tokens reads them once, not n times
             self.last_stats["decode_shared_tokens"] += float(np.dot(np.maximum(sizes - 1, 0), shared))
         else:
             packed_np[4:6, :n] = 0

@@ -87,6 +87,8 @@ def shared_prefix_groups(
     grows while the next pair shares at least as many (a prompt's samples share all of its full blocks;
     prompts that begin alike, e.g. with one system prompt, share fewer, and such a link ends a group); it
     holds at most max_group rows (a longer run is cut into several groups)."""
+    if max_group > SHARED_GROUP_MAX:
+        raise ValueError(f"max_group {max_group} > SHARED_GROUP_MAX ({SHARED_GROUP_MAX}): the kernel's tile")
     n = len(tables)
     shared = np.zeros(n, dtype=np.int32)
     sizes = np.zeros(n, dtype=np.int32)

@@ -17,8 +17,8 @@ tokens; one program per (sequence, KV head, partition) loads each K/V tile ONCE 
 its group (a [G, D] x [D, BLOCK_N] `tl.dot`, G padded to 16 rows for the tensor cores) and keeps an
 online softmax (running max m, sum l, unnormalised output). A second kernel combines the partitions of
 each (sequence, query head): out = sum_p 2^(m_p - M) acc_p / sum_p 2^(m_p - M) l_p. With one partition
-(short contexts, or `partition_size=0`) the first kernel writes the output itself and there is no second
-launch.
+(short contexts, or `partition_size=0`; not with shared prefixes, below) the first kernel writes the
+output itself and there is no second launch.
 
 Shared prefixes (cascade attention): the n samples of a prompt attend to the same prompt pages (the
 scheduler shares full blocks), and early in a GRPO rollout those pages are most of what a decode step
@@ -138,7 +138,8 @@ def _partition_kernel(
     bt_ptr,
     ctx_ptr,
     shared_ptr,  # [B] int32: leading tokens the shared-prefix kernel covers; unused without CASCADE
-    out_ptr,  # [B, Hq, D] (one partition) or [B, Hq, P, D] fp32 partial outputs (split)
+    out_ptr,  # [B, Hq, D] (one partition) or [B, Hq, P, D] fp32 partial outputs (split; 2P slots with
+    # CASCADE, this kernel's at 0..P-1)
     m_ptr,  # [B, Hq, P] fp32 running max (log2 domain); unused without split
     l_ptr,  # [B, Hq, P] fp32 softmax denominators; unused without split
     qk_scale,  # scale * log2(e): scores go straight to exp2
@@ -310,7 +311,8 @@ def _reduce_kernel(
     n_parts = tl.cdiv(ctx, partition_size)  # only partitions that hold tokens were written
     hi = n_parts  # partitions [0, n_parts) and [num_parts, hi) are read
     if CASCADE:
-        hi = num_parts + tl.cdiv(tl.load(shared_ptr + b), partition_size)
+        shared = tl.load(shared_ptr + b)
+        hi = tl.where(shared > 0, num_parts + tl.cdiv(shared, partition_size), n_parts)  # alone: its own
     ml = m_ptr + b * stride_mb + h * stride_mh
     ll = l_ptr + b * stride_mb + h * stride_mh
     dims = tl.arange(0, HEAD_DIM_PAD)
@@ -396,7 +398,8 @@ def paged_decode_attention_triton(
     length, the same for every sequence of the group, 0 outside groups). Those tokens are read once per
     group (`_shared_prefix_kernel`) instead of once per sequence; the result is the same attention.
 
-    partition_size: None = `choose_partition_size` from shapes; 0 = no split-K; otherwise a multiple of
+    partition_size: None = `choose_partition_size` from shapes; 0 = no split-K (with shared prefixes: one
+    partition, still reduced with the prefix's); otherwise a multiple of
     block_n. block_n (tokens per tile, a power of two >= 16), num_warps, num_stages: tuning knobs for
     benchmarks (bench/rollout.py --kernel); the defaults are what the engine uses."""
     batch, q_heads, head_dim = q.shape
