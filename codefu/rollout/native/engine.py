@@ -101,8 +101,8 @@ class NativeEngine:
         self.dtype = DTYPE_BY_NAME[config.dtype]
         self.tokenizer = tokenizer
         self.block_size = config.block_size
-        # groups of sequences sharing a prompt's pages, found on the host each decode step (~0.1 ms at
-        # batch 256); only the Triton decode kernel uses them (the torch path gives the same result without)
+        # groups of sequences sharing a prompt's pages, found on the host each decode step (rows 4-5 of its
+        # packed input, read only then); only the Triton kernel uses them (the torch path needs no groups)
         self.shared_prefix = config.shared_prefix_attention
         requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
         self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
@@ -521,8 +521,6 @@ class NativeEngine:
             packed_np[4, :n], packed_np[5, :n] = shared, sizes
             # context-token reads avoided: a group of n sharing S tokens reads them once, not n times
             self.last_stats["decode_shared_tokens"] += float(np.dot(np.maximum(sizes - 1, 0), shared))
-        else:
-            packed_np[4:6, :n] = 0
         packed_np[HEADER_ROWS:, :n] = tables.T
         if bucket is not None:
             assert self.graphs is not None

@@ -370,8 +370,9 @@ def choose_partition_size(batch: int, kv_heads: int, max_context: int, num_sms: 
     return 0 if size >= max_context else size
 
 
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
+def _tile(x: int) -> int:
+    """x rounded up to a power of two of at least 16 (tl.dot's smallest tile side)."""
+    return max(16, 1 << max(0, (x - 1).bit_length()))
 
 
 def paged_decode_attention_triton(
@@ -441,7 +442,7 @@ def paged_decode_attention_triton(
         partition_size, split = triton.cdiv(max_context, block_n) * block_n, True
     parts = triton.cdiv(max_context, partition_size) if split else 1
     group = q_heads // kv_heads
-    head_dim_pad = max(16, _next_pow2(head_dim))
+    head_dim_pad = _tile(head_dim)
     fp32_dot = q.dtype == torch.float32 or q.device.type == "cpu"  # CPU: only the interpreter runs
     tiles = dict(HEAD_DIM=head_dim, HEAD_DIM_PAD=head_dim_pad, PAGE=page, BLOCK=block_n, FP32_DOT=fp32_dot)
     launch = dict(num_warps=num_warps, num_stages=num_stages)
@@ -478,7 +479,7 @@ def paged_decode_attention_triton(
         *dst_strides,
         *ml_strides,
         GROUP=group,
-        GROUP_PAD=max(16, _next_pow2(group)),
+        GROUP_PAD=_tile(group),
         SPLIT=split,
         CASCADE=cascade,
         **tiles,
@@ -504,7 +505,7 @@ def paged_decode_attention_triton(
             *dst_strides,
             *ml_strides,
             GROUP=group,
-            ROWS=max(16, _next_pow2(SHARED_GROUP_MAX * group)),
+            ROWS=_tile(SHARED_GROUP_MAX * group),
             **tiles,
             **launch,
         )
