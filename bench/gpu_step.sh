@@ -21,10 +21,11 @@ start)
   shift 4
   data=${DATA:-.gpudata/codefu-easy/train.parquet}
   mkdir -p "$run_dir"
-  # the bracket keeps pkill from matching the shell whose command line names the pattern
-  pkill -9 -f '[r]ay::' || true
-  pkill -9 -f '[r]aylet' || true
-  pkill -9 -f '[g]cs_server' || true
+  # anchored: only processes whose command line begins so (Ray's workers name themselves "ray::..."), not
+  # a shell whose command line merely mentions them (an unanchored pattern killed the calling shell once)
+  pkill -9 -f '^ray::' || true
+  pkill -9 -f '^[^ ]*raylet' || true
+  pkill -9 -f '^[^ ]*gcs_server' || true
   cat >"$run_dir/job.sh" <<JOB
 set -x
 export PYTHONUNBUFFERED=1

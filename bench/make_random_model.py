@@ -37,5 +37,6 @@ def save_random_model(
 
 if __name__ == "__main__":
     out, name = Path(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else "qwen2.5-1.5b"
-    n = save_random_model(out, name)
+    # on the GPU when there is one: a 7B model's random init takes minutes on the CPU
+    n = save_random_model(out, name, device="cuda" if torch.cuda.is_available() else "cpu")
     print(f"saved {name} ({n / 1e9:.2f}B params) to {out}")

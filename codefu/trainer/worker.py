@@ -239,6 +239,8 @@ class TrainerWorker:
         metrics["timing/update_s"] = time.perf_counter() - t0
         if self.device.type == "cuda":  # the room left for uncheckpointed_layers and larger micro-batches
             metrics["memory/update_peak_gb"] = torch.cuda.max_memory_allocated(self.device) / 2**30
+            # reserved beyond the peak: the allocator's cached blocks (fragmentation) no one else can use
+            metrics["memory/update_reserved_gb"] = torch.cuda.max_memory_reserved(self.device) / 2**30
             metrics["memory/gpu_free_gb"] = torch.cuda.mem_get_info(self.device)[0] / 2**30
         self._give_back_cached_memory()
         return metrics

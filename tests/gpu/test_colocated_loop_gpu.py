@@ -45,7 +45,9 @@ def test_colocated_steps_offload_the_optimizer_and_report_the_moves(tmp_path):
         assert r["memory/optimizer_offloaded_gb"] > 0 and r["timing/offload_s"] > 0, r
         assert r["timing/reload_s"] > 0, r  # the update collected the move back, every step
     for r in rows:
-        assert 0 < r["memory/update_peak_gb"] and r["memory/gpu_free_gb"] > 0, r
+        assert (
+            0 < r["memory/update_peak_gb"] <= r["memory/update_reserved_gb"] and r["memory/gpu_free_gb"] > 0
+        ), r
         assert r["rollout/kv_cache_tokens"] > 0
     rewards = [r["reward/mean"] for r in rows]
     assert sum(rewards[-3:]) / 3 > sum(rewards[:3]) / 3 + 0.15, rewards
