@@ -233,7 +233,9 @@ class RolloutWorkers:
 def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
     """The engine numbers of a generation phase from each call's per-worker `last_stats` (native engine;
     {} for others): the smallest KV cache, decode steps (the most of any worker: the phase's length in
-    steps), the mean decode batch over them, preemptions and prefix-cached tokens in all."""
+    steps), the mean decode batch over them, preemptions and prefix-cached tokens in all, and the
+    seconds the slowest worker spent taking its memory back (KV cache, CUDA graphs), prefilling and
+    decoding."""
     per_worker: dict[int, list[dict[str, float]]] = {}
     for call in calls:
         for w, stats in enumerate(call):
@@ -256,6 +258,10 @@ def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
         "rollout/preemptions": sum(total("preemptions", w) for w in per_worker),
         # prompt tokens whose K/V the prefix cache gave back (a self-repair turn's conversation so far)
         "rollout/prefix_cached_tokens": sum(total("cached_tokens", w) for w in per_worker),
+        # where the generate phase's time went (compare decode_s with bench/rollout.py's alone)
+        "rollout/resume_s": max(total("resume_s", w) for w in per_worker),
+        "rollout/prefill_s": max(total("prefill_s", w) for w in per_worker),
+        "rollout/decode_s": max(total("decode_s", w) for w in per_worker),
     }
 
 

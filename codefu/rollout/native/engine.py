@@ -290,8 +290,11 @@ class NativeEngine:
         cache), and the stream ends only when the inbox is closed and everything in it is done."""
         for i, p in enumerate(prompts):
             self._check_prompt(p, f"prompt {i}")
+        t0 = time.perf_counter()
         self.resume_memory()
+        resume_s = time.perf_counter() - t0  # 0 unless the cache was released: its allocation, graph capture
         self.start(prompts, sampling)
+        self.last_stats["resume_s"] = resume_s
         finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
         taking = follow_ups is not None  # until the inbox closes
         while True:
