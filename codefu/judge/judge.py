@@ -41,6 +41,12 @@ log = logging.getLogger(__name__)
 STDERR_CHARS = 500
 ARRIVAL_POLL_S = 0.05  # how soon a submission that arrives while others are judged is started
 OUTPUT_CHARS = 500  # stdout kept on a verdict's first failing test (TestResult.output): self-repair feedback
+# A sandbox that fails on a test (it did not start, or its runner could not start the program or died
+# between tests) is tried again in a fresh one before the test is SANDBOX_ERROR: such failures are
+# transient under load (fork's EAGAIN at a process limit, a mount namespace slow to set up), and nothing
+# of the program ran, so a second try judges the same thing.
+SANDBOX_ATTEMPTS = 3
+SANDBOX_RETRY_PAUSE_S = 0.2  # times the attempt number: the moment of pressure may need to pass
 # Runs a Python checker program: an uncaught exception would exit 1, which testlib reads as "wrong answer",
 # so it exits 3 (_fail) instead; the script's folder (its extra files) is importable as when run directly.
 PYTHON_CHECKER = """\
@@ -56,6 +62,10 @@ except BaseException as e:
     traceback.print_exc()
     sys.exit(3)
 """
+
+
+class SandboxFailed(Exception):
+    """The sandbox could not run a test: nothing of the program ran (see SANDBOX_ATTEMPTS)."""
 
 
 @dataclass
@@ -194,15 +204,15 @@ class Judge:
                 out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
                 try:
                     stdin_file = self._input_file(stdin)
-                    if files:  # the program reads them from its working directory, its own folder
-                        argv, mounts = compiled.run_argv, compiled.mounts
-                        r = self.sandbox.run(argv, limits, mounts, out, err, stdin_file, cwd=BOX)
-                    else:
-                        assert compiled.directory is not None
-                        with self.warm_sessions.session(
-                            compiled.run_argv, compiled.mounts, compiled.directory, limits
-                        ) as session:
-                            r = session.run(stdin_file, out, err, limits)
+                    for attempt in range(1, SANDBOX_ATTEMPTS + 1):
+                        try:
+                            r = self._run_once_in_sandbox(compiled, bool(files), limits, stdin_file, out, err)
+                            break
+                        except Exception as e:  # noqa: BLE001 - the sandbox's failure: nothing ran
+                            if attempt == SANDBOX_ATTEMPTS:
+                                raise
+                            log.warning("the sandbox failed on a run (%s: %s); again", type(e).__name__, e)
+                            time.sleep(SANDBOX_RETRY_PAUSE_S * attempt)
                     stdout = read_head(out, output_chars)
                     cut = out.stat().st_size > len(stdout.encode("utf-8", errors="replace"))
                     return SingleRun(
@@ -214,6 +224,16 @@ class Judge:
         except Exception as e:  # noqa: BLE001 - our failure, reported as such
             log.exception("run_once failed")
             return SingleRun(False, error=f"{type(e).__name__}: {e}"[:1000])
+
+    def _run_once_in_sandbox(
+        self, compiled: Compiled, with_files: bool, limits: Limits, stdin: Path, out: Path, err: Path
+    ) -> RunResult:
+        if with_files:  # the program reads them from its working directory, its own folder
+            return self.sandbox.run(compiled.run_argv, limits, compiled.mounts, out, err, stdin, cwd=BOX)
+        assert compiled.directory is not None
+        argv, mounts, directory = compiled.run_argv, compiled.mounts, compiled.directory
+        with self.warm_sessions.session(argv, mounts, directory, limits) as session:
+            return session.run(stdin, out, err, limits)
 
     def close(self) -> None:
         self._submissions_pool.shutdown(wait=True, cancel_futures=True)
@@ -322,12 +342,23 @@ class Judge:
             session = None
             try:
                 while (i := take()) is not None:
-                    if session is None or session.dead:
+                    for attempt in range(1, SANDBOX_ATTEMPTS + 1):
+                        if session is None or session.dead:
+                            if session is not None:
+                                session.close()
+                            session = self._open_session(compiled, limits)
+                        run = session.run if session is not None else None
+                        results[i], sandbox_failed = self._run_test(problem, tests[i], limits, run)
+                        if not sandbox_failed or attempt == SANDBOX_ATTEMPTS:
+                            break
+                        log.warning(
+                            "the sandbox failed on test %d of %r (%s); trying again in a new one",
+                            i, problem.name, results[i].message,
+                        )
                         if session is not None:
                             session.close()
-                        session = self._open_session(compiled, limits)
-                    run = session.run if session is not None else None
-                    results[i] = self._run_test(problem, tests[i], limits, run)
+                            session = None
+                        time.sleep(SANDBOX_RETRY_PAUSE_S * attempt)
                     status = results[i].status
                     # after our own failure (a broken checker, say) the verdict is SANDBOX_ERROR whatever
                     # the other tests give: don't spend a checker's limits on each of them
@@ -360,14 +391,18 @@ class Judge:
         test: TestCase,
         limits: Limits,
         run: Callable[[Path, Path, Path, Limits], RunResult] | None,
-    ) -> TestResult:
+    ) -> tuple[TestResult, bool]:
+        """The test's result, and whether the sandbox itself failed (then nothing of the program ran)."""
         if run is None:
-            return TestResult(Status.SANDBOX_ERROR, message="the sandbox could not start")
+            return TestResult(Status.SANDBOX_ERROR, message="the sandbox could not start"), True
         try:
-            return self._run_test_unsafe(problem, test, limits, run)
+            return self._run_test_unsafe(problem, test, limits, run), False
+        except SandboxFailed as e:
+            log.warning("the sandbox failed on a test: %s", e)
+            return TestResult(Status.SANDBOX_ERROR, message=str(e)[:STDERR_CHARS]), True
         except Exception as e:  # noqa: BLE001
             log.exception("test run failed")
-            return TestResult(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:STDERR_CHARS])
+            return TestResult(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:STDERR_CHARS]), False
 
     def _run_test_unsafe(
         self, problem: Problem, test: TestCase, limits: Limits, run: Callable[..., RunResult]
@@ -376,7 +411,10 @@ class Judge:
         name = uuid.uuid4().hex
         out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
         try:
-            r = run(stdin, out, err, limits)
+            try:
+                r = run(stdin, out, err, limits)
+            except Exception as e:  # noqa: BLE001 - the runner said ERROR, died between tests, bwrap failed
+                raise SandboxFailed(f"{type(e).__name__}: {e}") from e
             stderr = read_head(err, STDERR_CHARS)
             result = TestResult(Status.ACCEPTED, r.cpu_s, r.wall_s, r.memory_bytes, r.exit_code, stderr)
             if r.limit in ("cpu", "wall"):

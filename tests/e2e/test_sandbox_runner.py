@@ -5,6 +5,7 @@ same as with a sandbox per test. Real bubblewrap, real cgroups, real programs.""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -18,7 +19,10 @@ from pathlib import Path
 import pytest
 
 from codefu.judge import Judge, JudgeConfig
-from codefu.judge.sandbox import SandboxConfig
+from codefu.judge.extract import Program
+from codefu.judge.judge import SANDBOX_ATTEMPTS
+from codefu.judge.runner import RunnerSession
+from codefu.judge.sandbox import Limits, Sandbox, SandboxConfig
 from codefu.types import Problem, Status, TestCase
 
 
@@ -201,6 +205,56 @@ def test_a_runner_killed_from_outside_fails_only_its_test(judge):
     assert first.status is Status.RUNTIME_ERROR and "runner died" in first.message, first
     assert [r.status for r in rest] == [Status.ACCEPTED, Status.ACCEPTED]
     assert v.status is Status.RUNTIME_ERROR and v.passed == 2
+
+
+def test_a_runner_dead_between_tests_is_replaced_and_the_test_judged(judge, monkeypatch):
+    """A runner gone before its next test starts (killed from outside, as under memory pressure) ran
+    nothing of that test: the test runs in a new sandbox and is judged, not SANDBOX_ERROR."""
+    real_run = RunnerSession.run
+    calls = []
+
+    def run_after_the_runner_died(session, *args):
+        calls.append(session)
+        if len(calls) == 2:  # the second test: its runner served the first one, then died
+            signal.pidfd_send_signal(session.pidfd, signal.SIGKILL)
+            session.proc.wait(timeout=10)
+        return real_run(session, *args)
+
+    monkeypatch.setattr(RunnerSession, "run", run_after_the_runner_died)
+    v = judge.judge(doubling_problem(3), py("print(2 * int(input()))"))
+    assert v.status is Status.ACCEPTED and v.passed == 3, v
+    # test 1 and the failed try of test 2 in the first sandbox, test 2 again and test 3 in a second one
+    assert len(calls) == 4 and calls[0] is calls[1] and calls[2] is calls[3] and calls[1] is not calls[2]
+
+
+def test_a_sandbox_that_fails_to_start_is_tried_again(judge, monkeypatch):
+    """bwrap failing to start a runner sandbox once (fork's EAGAIN at a process limit, say) costs a retry,
+    not the test; failing every time is SANDBOX_ERROR naming why, after SANDBOX_ATTEMPTS tries."""
+    real_spawn = Sandbox.spawn_bwrap
+    failures = {"left": 1, "made": 0}
+
+    def spawn_failing(sandbox, *args, **kwargs):
+        if kwargs.get("as_pid_1") and failures["left"] > 0:
+            failures["left"] -= 1
+            failures["made"] += 1
+            raise BlockingIOError(errno.EAGAIN, "Resource temporarily unavailable")
+        return real_spawn(sandbox, *args, **kwargs)
+
+    monkeypatch.setattr(Sandbox, "spawn_bwrap", spawn_failing)
+    problem = doubling_problem(2)
+    v = judge.judge(problem, py("print(2 * int(input()))"))
+    assert failures["made"] == 1
+    assert v.status is Status.ACCEPTED and v.passed == 2, v
+
+    failures["left"] = 10**6
+    v = judge.judge(problem, py("print(2 * int(input()))"))
+    assert failures["made"] == 1 + SANDBOX_ATTEMPTS
+    assert v.status is Status.SANDBOX_ERROR and "could not start" in v.tests[0].message, v
+
+    failures["left"], failures["made"] = 1, 0  # /run_code's warm sessions too
+    r = judge.run_once(Program("python", "print(int(input()) + 1)"), "41\n", Limits(5, 10, 256 << 20, 1 << 20))
+    assert failures["made"] == 1
+    assert not r.error and r.run is not None and r.run.exit_code == 0 and r.stdout == "42\n", r
 
 
 def test_cpu_time_of_orphans_and_the_memory_peak_are_per_test(judge, per_test_judge):

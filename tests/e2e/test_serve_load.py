@@ -67,7 +67,10 @@ def test_64_clients_each_get_their_own_answer(codefu_easy):
                 failures.append(f"{call.tag}: HTTP {answer.status} {answer.error} {str(answer.answer)[:300]}")
             elif (problem := want[call.tag](answer.answer)) is not None:
                 failures.append(f"{call.tag}: {problem}")
-        assert not failures, f"{len(failures)} of {len(calls)} requests answered wrongly:\n" + "\n".join(failures[:20])
+        # the server's log names our own failures (a sandbox that did not start, say) with their tracebacks
+        ours = [line for line in served.output().splitlines() if "Error" in line or "cannot" in line]
+        assert not failures, (f"{len(failures)} of {len(calls)} requests answered wrongly:\n"
+                              + "\n".join(failures[:20]) + "\nthe server's log:\n" + "\n".join(ours[-30:]))
         # the server saw each request once: its own count of answered requests is ours
         status, text, _ = served.get("/metrics")
         counted = sum(float(n) for n in re.findall(
@@ -133,7 +136,8 @@ def _judged(tag: str, verdict: tuple[str, int, int]):
     def check(answer) -> str | None:
         got = (answer.get("status"), answer.get("passed"), answer.get("total"))
         if answer.get("name") != tag or got != verdict:
-            return f"got {answer.get('name')!r} {got}, want {verdict}"
+            said = f": {answer.get('message', '')[:300]!r}" if answer.get("message") else ""
+            return f"got {answer.get('name')!r} {got}, want {verdict}{said}"
         return None
 
     return check
