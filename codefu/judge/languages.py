@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import threading
+import uuid
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -111,16 +112,20 @@ class Compiler:
         finally:
             with self._lock:
                 entry.users -= 1
-                if entry.result is None and self._entries.get(key) is entry:
-                    del self._entries[key]  # don't cache our own failures
+                # not cached: our own failures, and a compiler over its limit, which says more about the
+                # load at the time and the caller's `time_s` (not in the key) than about the program
+                if (entry.result is None or entry.result.over_limit) and self._entries.get(key) is entry:
+                    del self._entries[key]
+                    entry.evicted = True
                 if entry.evicted:
                     entry.release_if_unused()
 
     # ---- building ---------------------------------------------------------------------------------
 
     def _build(self, program: Program, key: str, files: dict[str, str], time_s: float | None) -> Compiled:
-        directory = self.work_dir / "programs" / key
-        shutil.rmtree(directory, ignore_errors=True)
+        # a folder of its own per build, not per key: an entry dropped from the cache removes its folder
+        # once its last user is done, which may be after the same program was built again
+        directory = self.work_dir / "programs" / f"{key[:32]}-{uuid.uuid4().hex[:12]}"
         directory.mkdir(parents=True)
         if self.sandbox.is_root:  # the sandbox user writes its output here
             os.chown(directory, self.sandbox.config.uid, self.sandbox.config.uid)

@@ -14,7 +14,8 @@ import pytest
 
 from codefu.errors import SandboxUnavailable
 from codefu.judge import Judge, JudgeConfig
-from codefu.judge.sandbox import SandboxConfig
+from codefu.judge.extract import Program
+from codefu.judge.sandbox import Limits, SandboxConfig
 from codefu.types import CheckerSpec, Problem, Status, TestCase, Verdict
 from helpers.arriving import judge_while_arriving
 
@@ -164,3 +165,40 @@ def test_submissions_are_judged_as_they_arrive():
         verdicts = judge_while_arriving(j.judge_many, double, [right, wrong, "Again:\n" + right])
     assert [verdicts[i].status for i in range(3)] == [Status.ACCEPTED, Status.WRONG_ANSWER, Status.ACCEPTED]
     assert [verdicts[i].reused for i in range(3)] == [False, False, True]
+
+
+DOUBLING_CPP = "#include <bits/stdc++.h>\nint main() { long long n; std::cin >> n; std::cout << 2 * n << '\\n'; }"
+
+
+def test_a_compile_over_its_time_limit_is_not_cached():
+    """Over its limit, a compiler says more about the load at the time and the caller's limit than about
+    the program: the next call (here with the default limit) compiles again instead of failing too."""
+    limits = Limits(2, 7, 256 << 20, 1 << 20)
+    with Judge(JudgeConfig(workers=1)) as judge:
+        tight = judge.run_once(Program("cpp", DOUBLING_CPP), "21\n", limits, compile_time_s=0.01)
+        assert not tight.compiled and tight.compile_over_limit, tight
+        again = judge.run_once(Program("cpp", DOUBLING_CPP), "21\n", limits)
+        assert again.compiled and again.stdout == "42\n", again
+        assert judge.compiler.misses == 2
+        # a plain compile error is the program's: cached
+        broken = Program("cpp", "int main( {")
+        assert not judge.run_once(broken, "", limits).compiled
+        assert not judge.run_once(broken, "", limits).compiled and judge.compiler.misses == 3
+
+
+def test_a_program_dropped_from_the_cache_while_in_use_does_not_take_its_rebuild_with_it():
+    """A cache entry evicted while a run still uses it is removed when that run ends, which can be after
+    the same program was built again: the rebuild has a folder of its own."""
+    config = JudgeConfig(workers=1)
+    config.compile.cache_entries = 1
+    with Judge(config) as judge:
+        compiler = judge.compiler
+        first, other = Program("cpp", DOUBLING_CPP), Program("cpp", DOUBLING_CPP + "\n// another")
+        with compiler.compiled(first) as old:
+            with compiler.compiled(other):  # evicts `first`, still in use
+                pass
+            with compiler.compiled(first) as rebuilt:  # `other` evicted, `first` built again
+                assert rebuilt.directory != old.directory
+        # the old build's folder went with its last user; the rebuild's stays until it is evicted
+        assert not old.directory.exists() and (rebuilt.directory / "main").exists()
+        assert compiler.misses == 3

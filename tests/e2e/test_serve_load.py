@@ -145,9 +145,11 @@ def _judged(tag: str, verdict: tuple[str, int, int]):
 
 def _printed(output: str):
     def check(answer) -> str | None:
-        stdout = (answer.get("run_result") or {}).get("stdout")
+        run = answer.get("run_result") or {}
+        stdout = run.get("stdout")
         if answer.get("status") != "Success" or stdout is None or not outputs_match(output, stdout):
-            return f"got {answer.get('status')} {stdout!r}, want {output!r}"
+            said = {k: run.get(k) for k in ("return_code", "execution_time", "stderr")}
+            return f"got {answer.get('status')} {stdout!r}, want {output!r} ({answer.get('message')!r}, {said})"
         return None
 
     return check
