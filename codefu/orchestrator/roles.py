@@ -262,6 +262,7 @@ def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
         "rollout/resume_s": max(total("resume_s", w) for w in per_worker),
         "rollout/prefill_s": max(total("prefill_s", w) for w in per_worker),
         "rollout/decode_s": max(total("decode_s", w) for w in per_worker),
+        "rollout/graph_capture_s": max(total("graph_capture_s", w) for w in per_worker),  # within decode_s
     }
 
 

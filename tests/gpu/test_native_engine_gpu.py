@@ -12,6 +12,7 @@ from transformers import AutoModelForCausalLM, Qwen2Config
 
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.native import attention
+from helpers.stops import pick_stops
 
 pytestmark = [
     pytest.mark.gpu,
@@ -123,6 +124,23 @@ def test_graphs_on_and_off_give_the_same_greedy_tokens_in_bf16():
     on = make_engine(hf, dtype="bfloat16", cuda_graphs=True).generate(PROMPTS, sampling)
     off = make_engine(hf, dtype="bfloat16", cuda_graphs=False).generate(PROMPTS, sampling)
     assert [c.token_ids for c in on] == [c.token_ids for c in off]
+
+
+def test_graphs_captured_mid_decode_keep_greedy_outputs(hf):
+    """A bucket's graph is captured when the thinning batch first needs it, between decode steps of live
+    sequences: the warm-up run of each capture must write nothing into their KV cache."""
+    full = [hf_greedy(hf, p, 24) for p in PROMPTS]
+    stop = pick_stops(full)
+    engine = make_engine(hf, max_num_seqs=16)
+    assert engine.graphs is not None and not engine.graphs.graphs  # nothing captured before a decode
+    out = engine.generate(PROMPTS, SamplingParams(n=2, temperature=0.0, max_new_tokens=24, stop_token_ids=stop))
+    for c in out:
+        want = full[c.prompt_index]
+        end = next((i + 1 for i, t in enumerate(want) if t in stop), len(want))
+        assert c.token_ids == want[:end], c.prompt_index
+    captured = list(engine.graphs.graphs)
+    assert captured[0] == 16 and len(captured) > 1, captured  # the full batch first, smaller ones later
+    assert engine.last_stats["graph_capture_s"] > 0
 
 
 def test_sampled_logprobs_equal_a_forward_pass(hf, engine):

@@ -15,6 +15,7 @@ from codefu.rollout.native.cuda_graphs import DecodeGraphs, batch_buckets
 from codefu.rollout.native.engine import PENDING
 from codefu.rollout.native.kv_cache import KVCache
 from codefu.rollout.native.model import NativeCausalLM
+from helpers.stops import pick_stops
 
 VOCAB = 1000
 BLOCK = 16
@@ -100,20 +101,6 @@ def forward_logprobs(hf, prompt: list[int], response: list[int], temperature: fl
         logits = hf(input_ids=torch.tensor([prompt + response])).logits[0].float()
     scaled = logits[len(prompt) - 1 : len(prompt) + len(response) - 1] / temperature
     return torch.log_softmax(scaled, dim=-1).gather(-1, torch.tensor(response)[:, None]).squeeze(1)
-
-
-def pick_stops(outputs: list[list[int]]) -> tuple[int, ...]:
-    """One or two tokens of these outputs whose first occurrences end some outputs at different steps
-    and leave at least one running to the length cap."""
-    candidates = sorted({t for out in outputs for t in out[1:]})
-    for size in (1, 2):
-        for first in candidates:
-            for second in candidates if size == 2 else [None]:
-                stop = {first} if second is None else {first, second}
-                ends = [next((i for i, t in enumerate(out) if t in stop), None) for out in outputs]
-                if None in ends and len({e for e in ends if e is not None}) >= 2:
-                    return tuple(sorted(stop))
-    raise AssertionError("no such stop tokens in these outputs")
 
 
 def test_fused_model_logits_equal_transformers(hf):
@@ -359,27 +346,30 @@ def test_build_engine_dispatches_on_the_kind(tmp_path):
 
 
 class EagerGraphs(DecodeGraphs):
-    """DecodeGraphs on CPU: `replay` runs the forward on the static buffer (no capture), so the padding
-    to buckets and the partly refreshed block-table rows of `run` are exercised without CUDA."""
+    """DecodeGraphs on CPU: `capture` records a replay that runs the forward on the static buffer, so the
+    capture at first use, the padding to buckets and the partly refreshed block-table rows of `run` are
+    exercised without CUDA."""
 
     def __init__(self, forward, max_batch: int, pad_column: torch.Tensor) -> None:
-        self.buckets = batch_buckets(max_batch)
-        self.packed = pad_column[:, None].repeat(1, max_batch).contiguous()
+        self.forward, self.buckets = forward, batch_buckets(max_batch)
+        self.pad = pad_column[:, None]
+        self.packed = self.pad.repeat(1, max_batch).contiguous()
         self.staging = torch.empty_like(self.packed).view(-1)
-        self.outputs: dict[int, torch.Tensor] = {}
+        self.graphs, self.outputs, self.capture_s = {}, {}, 0.0
         self.replays: list[int] = []
+        self.captured: list[int] = []
+        self.calls: list[tuple[int, int]] = []  # (batch, bucket)
+
+    def capture(self, bs: int) -> None:
+        self.captured.append(bs)
         outer = self
 
         class Replay:
-            def __init__(self, bs: int) -> None:
-                self.bs = bs
-
             def replay(self) -> None:
-                outer.replays.append(self.bs)
-                outer.outputs[self.bs] = forward(outer.packed[:, : self.bs])
+                outer.replays.append(bs)
+                outer.outputs[bs] = outer.forward(outer.packed[:, :bs])
 
-        self.graphs = {bs: Replay(bs) for bs in self.buckets}
-        self.calls: list[tuple[int, int]] = []  # (batch, bucket)
+        self.graphs[bs] = Replay()
 
     def run(self, packed: torch.Tensor, batch: int) -> torch.Tensor:
         self.calls.append((batch, packed.shape[1]))
@@ -397,6 +387,8 @@ def test_decode_through_padded_buckets_gives_the_eager_outputs(hf, engine):
     calls = bucketed.graphs.calls
     assert (8, 8) in calls and any(batch < bucket for batch, bucket in calls)  # full and padded batches
     assert bucketed.graphs.replays == [bucket for _, bucket in calls]
+    # each bucket captured once, when a batch first needed it: only those the thinning batch used
+    assert bucketed.graphs.captured == list(dict.fromkeys(bucket for _, bucket in calls))
 
 
 class RefitEngine(NativeEngine):

@@ -279,7 +279,7 @@ def test_a_phases_engine_numbers_cover_every_call_in_it():
         return {"decode_steps": steps, "decode_batch_sum": batch_sum, "cached_tokens": cached,
                 "kv_cache_tokens": kv, "preemptions": preempted, "decode_context_sum": context,
                 "decode_shared_tokens": shared, "resume_s": resume, "prefill_s": steps / 1000,
-                "decode_s": steps / 100}
+                "decode_s": steps / 100, "graph_capture_s": steps / 400}
 
     turn1 = [stats(100, 6400, resume=0.5), stats(80, 4000, kv=900, resume=0.75)]  # two workers
     turn2 = [stats(50, 1000, cached=320, preempted=1, context=800, shared=600), stats(60, 1200, cached=160, context=200)]
@@ -292,4 +292,5 @@ def test_a_phases_engine_numbers_cover_every_call_in_it():
     # seconds: the slowest worker's sum over the calls (worker 1 resumed slower, worker 0 decoded longer)
     assert m["rollout/resume_s"] == 0.75
     assert m["rollout/decode_s"] == pytest.approx(1.5) and m["rollout/prefill_s"] == pytest.approx(0.15)
+    assert m["rollout/graph_capture_s"] == pytest.approx(150 / 400)
     assert engine_metrics([[{}, {}]]) == {} and engine_metrics([]) == {}

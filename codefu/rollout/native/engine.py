@@ -225,8 +225,8 @@ class NativeEngine:
             torch.cuda.empty_cache()
 
     def resume_memory(self) -> None:
-        """Allocate the KV cache again (the size planned at build time, or less if less fits now) and
-        re-capture the CUDA graphs."""
+        """Allocate the KV cache again (the size planned at build time, or less if less fits now); each
+        CUDA graph is captured again at its first use (they hold the cache's addresses)."""
         if self.cache is not None:
             return
         if self._activation_peak is not None:
@@ -292,7 +292,7 @@ class NativeEngine:
             self._check_prompt(p, f"prompt {i}")
         t0 = time.perf_counter()
         self.resume_memory()
-        resume_s = time.perf_counter() - t0  # 0 unless the cache was released: its allocation, graph capture
+        resume_s = time.perf_counter() - t0  # 0 unless the cache was released: its allocation
         self.start(prompts, sampling)
         self.last_stats["resume_s"] = resume_s
         finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
@@ -365,7 +365,7 @@ class NativeEngine:
         self.last_stats = dict.fromkeys(
             ["prefill_tokens", "cached_tokens", "decode_steps", "decode_batch_sum", "decode_context_sum",
              "decode_shared_tokens", "preemptions", "prefill_s", "decode_s", "decode_wait_s",
-             "generated_tokens", "tokens_per_s"],
+             "graph_capture_s", "generated_tokens", "tokens_per_s"],
             0.0,
         )  # fmt: skip
         self.last_stats["kv_cache_tokens"] = float(self.num_blocks * self.block_size)
@@ -527,7 +527,9 @@ class NativeEngine:
         packed_np[HEADER_ROWS:, :n] = tables.T
         if bucket is not None:
             assert self.graphs is not None
+            captured = self.graphs.capture_s
             hidden = self.graphs.run(packed, len(seqs))
+            self.last_stats["graph_capture_s"] += self.graphs.capture_s - captured
             token_slots = self.graphs.packed[0, :n]
         else:
             on_device = packed.to(self.device, non_blocking=True)
