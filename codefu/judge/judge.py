@@ -64,10 +64,6 @@ except BaseException as e:
 """
 
 
-class SandboxFailed(Exception):
-    """The sandbox could not run a test: nothing of the program ran (see SANDBOX_ATTEMPTS)."""
-
-
 @dataclass
 class JudgeConfig:
     reward: str = "codefu"
@@ -204,15 +200,9 @@ class Judge:
                 out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
                 try:
                     stdin_file = self._input_file(stdin)
-                    for attempt in range(1, SANDBOX_ATTEMPTS + 1):
-                        try:
-                            r = self._run_once_in_sandbox(compiled, bool(files), limits, stdin_file, out, err)
-                            break
-                        except Exception as e:  # noqa: BLE001 - the sandbox's failure: nothing ran
-                            if attempt == SANDBOX_ATTEMPTS:
-                                raise
-                            log.warning("the sandbox failed on a run (%s: %s); again", type(e).__name__, e)
-                            time.sleep(SANDBOX_RETRY_PAUSE_S * attempt)
+                    r = with_sandbox_retries(
+                        lambda: self._run_once_in_sandbox(compiled, bool(files), limits, stdin_file, out, err)
+                    )
                     stdout = read_head(out, output_chars)
                     cut = out.stat().st_size > len(stdout.encode("utf-8", errors="replace"))
                     return SingleRun(
@@ -340,25 +330,21 @@ class Judge:
             """One sandbox session that takes tests in order until none are left (or one failed)."""
             nonlocal stop
             session = None
+
+            def run(stdin: Path, out: Path, err: Path, limits: Limits) -> RunResult:
+                """The test in this worker's sandbox, a new one if there is none or it is gone."""
+                nonlocal session
+                if session is None or session.dead:
+                    if session is not None:
+                        session.close()
+                    session = self._open_session(compiled, limits)
+                if session is None:
+                    raise RuntimeError("the sandbox could not start")
+                return session.run(stdin, out, err, limits)
+
             try:
                 while (i := take()) is not None:
-                    for attempt in range(1, SANDBOX_ATTEMPTS + 1):
-                        if session is None or session.dead:
-                            if session is not None:
-                                session.close()
-                            session = self._open_session(compiled, limits)
-                        run = session.run if session is not None else None
-                        results[i], sandbox_failed = self._run_test(problem, tests[i], limits, run)
-                        if not sandbox_failed or attempt == SANDBOX_ATTEMPTS:
-                            break
-                        log.warning(
-                            "the sandbox failed on test %d of %r (%s); trying again in a new one",
-                            i, problem.name, results[i].message,
-                        )
-                        if session is not None:
-                            session.close()
-                            session = None
-                        time.sleep(SANDBOX_RETRY_PAUSE_S * attempt)
+                    results[i] = self._run_test(problem, tests[i], limits, run)
                     status = results[i].status
                     # after our own failure (a broken checker, say) the verdict is SANDBOX_ERROR whatever
                     # the other tests give: don't spend a checker's limits on each of them
@@ -390,19 +376,13 @@ class Judge:
         problem: Problem,
         test: TestCase,
         limits: Limits,
-        run: Callable[[Path, Path, Path, Limits], RunResult] | None,
-    ) -> tuple[TestResult, bool]:
-        """The test's result, and whether the sandbox itself failed (then nothing of the program ran)."""
-        if run is None:
-            return TestResult(Status.SANDBOX_ERROR, message="the sandbox could not start"), True
+        run: Callable[[Path, Path, Path, Limits], RunResult],
+    ) -> TestResult:
         try:
-            return self._run_test_unsafe(problem, test, limits, run), False
-        except SandboxFailed as e:
-            log.warning("the sandbox failed on a test: %s", e)
-            return TestResult(Status.SANDBOX_ERROR, message=str(e)[:STDERR_CHARS]), True
+            return self._run_test_unsafe(problem, test, limits, run)
         except Exception as e:  # noqa: BLE001
             log.exception("test run failed")
-            return TestResult(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:STDERR_CHARS]), False
+            return TestResult(Status.SANDBOX_ERROR, message=f"{type(e).__name__}: {e}"[:STDERR_CHARS])
 
     def _run_test_unsafe(
         self, problem: Problem, test: TestCase, limits: Limits, run: Callable[..., RunResult]
@@ -411,10 +391,7 @@ class Judge:
         name = uuid.uuid4().hex
         out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
         try:
-            try:
-                r = run(stdin, out, err, limits)
-            except Exception as e:  # noqa: BLE001 - the runner said ERROR, died between tests, bwrap failed
-                raise SandboxFailed(f"{type(e).__name__}: {e}") from e
+            r = with_sandbox_retries(lambda: run(stdin, out, err, limits))
             stderr = read_head(err, STDERR_CHARS)
             result = TestResult(Status.ACCEPTED, r.cpu_s, r.wall_s, r.memory_bytes, r.exit_code, stderr)
             if r.limit in ("cpu", "wall"):
@@ -510,6 +487,19 @@ class Judge:
             tmp.write_bytes(data)
             tmp.replace(path)
         return path
+
+
+def with_sandbox_retries(run: Callable[[], RunResult]) -> RunResult:
+    """`run()` (one program run in a sandbox), tried again after a pause when it raises, up to
+    SANDBOX_ATTEMPTS times: a sandbox that raises ran nothing of the program (it did not start, its runner
+    could not start the program or was gone); the last failure is raised."""
+    for attempt in range(1, SANDBOX_ATTEMPTS):
+        try:
+            return run()
+        except Exception as e:  # noqa: BLE001 - the sandbox's failure, ours: worth another try
+            log.warning("the sandbox failed (%s: %s); trying again in a new one", type(e).__name__, e)
+            time.sleep(SANDBOX_RETRY_PAUSE_S * attempt)
+    return run()
 
 
 def judge_identical_once(

@@ -67,10 +67,7 @@ def test_64_clients_each_get_their_own_answer(codefu_easy):
                 failures.append(f"{call.tag}: HTTP {answer.status} {answer.error} {str(answer.answer)[:300]}")
             elif (problem := want[call.tag](answer.answer)) is not None:
                 failures.append(f"{call.tag}: {problem}")
-        # the server's log names our own failures (a sandbox that did not start, say) with their tracebacks
-        ours = [line for line in served.output().splitlines() if "Error" in line or "cannot" in line]
-        assert not failures, (f"{len(failures)} of {len(calls)} requests answered wrongly:\n"
-                              + "\n".join(failures[:20]) + "\nthe server's log:\n" + "\n".join(ours[-30:]))
+        assert not failures, f"{len(failures)} of {len(calls)} requests answered wrongly:\n" + "\n".join(failures[:20])
         # the server saw each request once: its own count of answered requests is ours
         status, text, _ = served.get("/metrics")
         counted = sum(float(n) for n in re.findall(
