@@ -151,6 +151,10 @@ class RealPrograms:
             source = solution["wrong" if (k // len(self.solutions)) % 2 else "correct"]
             yield problem, f"```{self.language}\n{source}\n// sample {k}\n```"
 
+    @property
+    def busy_s(self) -> float:
+        return self.scorer.busy_s
+
     def score_stream(self, items: Iterable[tuple[Problem, str]]):
         return self.scorer.score_stream(self._programs(items))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -56,7 +57,8 @@ TIME_SYNC = "timing/sync_s"
 
 # Rates the sinks add to each record (`derived_metrics`), from the keys above.
 ROLLOUT_TOKENS_PER_S = "rollout/tokens_per_s"  # response tokens generated per second of the generate phase
-JUDGE_PER_S = "judge/submissions_per_s"  # submissions judged per second of the judge phase
+JUDGE_PER_S = "judge/submissions_per_s"  # submissions judged per second the judge had work (JUDGE_BUSY)
+JUDGE_BUSY = "judge/busy_s"  # seconds of the step's sampling in which a submission awaited its verdict
 RESPONSE_TOKENS = "rollout/response_tokens"  # all response tokens generated this step, if the loop says
 KEPT_SAMPLES = "rollout/kept_samples"
 
@@ -251,10 +253,44 @@ class StepTimer:
         return out
 
 
+class BusyClock:
+    """Seconds in which at least one piece of work was outstanding, counted once however many threads
+    hand work in at a time: a judge's busy time while completions reach it as they are decoded (its
+    phase then overlaps generation, so no phase of the step's timer is its time)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outstanding = 0
+        self._since = 0.0
+        self._total = 0.0
+
+    def begin(self, n: int = 1) -> None:
+        with self._lock:
+            if self._outstanding == 0 and n > 0:
+                self._since = time.perf_counter()
+            self._outstanding += n
+
+    def end(self, n: int = 1) -> None:
+        with self._lock:
+            if self._outstanding <= 0 or n <= 0:
+                return
+            self._outstanding = max(0, self._outstanding - n)
+            if self._outstanding == 0:
+                self._total += time.perf_counter() - self._since
+
+    @property
+    def seconds(self) -> float:
+        """Busy seconds so far, the running interval included."""
+        with self._lock:
+            running = time.perf_counter() - self._since if self._outstanding else 0.0
+            return self._total + running
+
+
 def derived_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
     """Throughput rates computed from a step's record, for the keys it does not already hold:
 
-    - `judge/submissions_per_s` = judge/count / timing/judge_s
+    - `judge/submissions_per_s` = judge/count / judge/busy_s (the seconds in which the judge had a
+      submission waiting for its verdict), or / timing/judge_s for a record without judge/busy_s
     - `rollout/tokens_per_s` = generated response tokens / timing/generate_s, the tokens being
       `rollout/response_tokens` when the record has it, else rollout/response_len_mean x
       rollout/kept_samples: exact without dynamic sampling, a lower bound with it (dropped groups'
@@ -274,7 +310,7 @@ def derived_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
         mean, kept = get(RESPONSE_LEN), get(KEPT_SAMPLES)
         tokens = mean * kept if mean is not None and kept is not None else None
     rates = {
-        JUDGE_PER_S: rate(get(JUDGE_COUNT), get(TIME_JUDGE)),
+        JUDGE_PER_S: rate(get(JUDGE_COUNT), get(JUDGE_BUSY) or get(TIME_JUDGE)),
         ROLLOUT_TOKENS_PER_S: rate(tokens, get(TIME_GENERATE)),
     }
     return {k: v for k, v in rates.items() if v is not None and k not in metrics}

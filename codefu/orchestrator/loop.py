@@ -70,6 +70,7 @@ class Sampled:
     all_problems: list[Problem] = field(default_factory=list)  # the owner of each of all_scores
     all_episodes: list[Episode] = field(default_factory=list)  # the episode of each of all_scores
     generated_tokens: int = 0  # tokens the model wrote in every episode, dropped ones included
+    judge_busy_s: float = 0.0  # seconds the judge had a submission of this step awaiting its verdict
 
 
 FINAL_MODEL = "model"  # RUN_DIR/model: the run's final model in HF format
@@ -149,6 +150,7 @@ def sample_step(
     dynamic sampling, groups whose samples all pass or all fail are dropped and more prompts sampled, for
     up to max_sampling_rounds rounds."""
     out = Sampled()
+    busy_before = scorer.busy_s
     want = cfg.data.prompts_per_step
     rounds = cfg.algo.max_sampling_rounds if cfg.algo.dynamic_sampling else 1
     for r in range(rounds):
@@ -175,6 +177,7 @@ def sample_step(
                 out.groups.append(g)
         if len(set(out.groups)) >= want:
             break
+    out.judge_busy_s = scorer.busy_s - busy_before
     return out
 
 
@@ -403,6 +406,8 @@ def step_metrics(sampled: Sampled, turns: int = 1) -> dict[str, float]:
     }
     m |= verdict_metrics(s.status for s in scores)
     m[M.JUDGE_REUSED] = sum(s.reused for s in scores) / len(scores) if scores else 0.0
+    if sampled.judge_busy_s > 0:  # a scorer without a judge has no busy time (judge/submissions_per_s)
+        m[M.JUDGE_BUSY] = sampled.judge_busy_s
     if sampled.completions:
         lengths = [c.model_tokens for c in sampled.completions]  # the model's tokens, over every turn
         m |= summary_stats(lengths, "rollout/response_len_")  # mean, std, min, max

@@ -24,6 +24,7 @@ from codefu.errors import CodefuError
 from codefu.judge.judge import Judge
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward, select_tests
+from codefu.observability.metrics import BusyClock
 from codefu.observability.prometheus import set_judge_load
 from codefu.orchestrator.config import RunConfig
 from codefu.orchestrator.layout import Layout, check_layout, make_layout
@@ -61,6 +62,11 @@ class Feedback:
 
 
 class Scorer(Protocol):
+    busy_s: float
+    """Seconds since the scorer was made in which its judge had a submission awaiting a verdict (each
+    second once, however many calls overlap): the loop's judge throughput, which holds with judging
+    overlapped with decoding. 0.0 for a scorer with no judge to wait for."""
+
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]: ...
 
     def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
@@ -109,6 +115,7 @@ class JudgeScorer:
     def __init__(self, judge: Judge | RayJudgePool, reward: str, progress: str | None = None):
         self.judge, self.reward = judge, reward
         self.progress = progress  # a progress bar's label (on a terminal), or None: no bar
+        self._busy = BusyClock()
 
     @classmethod
     def on_cluster(cls, cfg: RunConfig) -> JudgeScorer:
@@ -118,12 +125,38 @@ class JudgeScorer:
         # the backlog goes to the run's Prometheus gauges: codefu_judge_queue_depth, codefu_judge_in_flight
         return cls(RayJudgePool(cfg.judge, pool, on_load=set_judge_load), cfg.algo.reward)
 
+    @property
+    def busy_s(self) -> float:
+        return self._busy.seconds
+
+    def _judge_many(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Verdict]]:
+        """The judge's `judge_many`, on the busy clock from each item's arrival to its verdict."""
+        handed, answered = 0, 0
+
+        def counted(stream: Iterable[tuple[Problem, str]]) -> Iterator[tuple[Problem, str]]:
+            nonlocal handed  # pulled on the judge's arrivals thread
+            for item in stream:
+                self._busy.begin()
+                handed += 1
+                yield item
+
+        if isinstance(items, Sequence):  # all there at once: the judge takes a list without a thread
+            self._busy.begin(len(items))
+            handed = len(items)
+        try:
+            for answer in self.judge.judge_many(items if isinstance(items, Sequence) else counted(items)):
+                self._busy.end()
+                answered += 1
+                yield answer
+        finally:  # a call ended early (an error, a consumer gone): its unanswered ones stop the clock
+            self._busy.end(handed - answered)
+
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         return self.score_stream(list(zip(problems, responses, strict=True)))
 
     def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
         """Each response goes to the judge as it comes (see Scorer.score_stream)."""
-        verdicts = self.judge.judge_many(items)
+        verdicts = self._judge_many(items)
         if self.progress is not None:
             total = len(items) if isinstance(items, Sequence) else None
             verdicts = tqdm(verdicts, total=total, desc=self.progress, disable=None)
@@ -153,7 +186,7 @@ class JudgeScorer:
 
         lazy = not isinstance(items, Sequence)
         config = self.judge.config if isinstance(self.judge, Judge) else self.judge.judge_config
-        for i, verdict in self.judge.judge_many(public_copies() if lazy else list(public_copies())):
+        for i, verdict in self._judge_many(public_copies() if lazy else list(public_copies())):
             # the tests the judge ran, in its order (a cut by judge.max_tests too); every reward's
             # selection is the same here, the copy holding private tests only
             yield i, feedback_of(verdict, select_tests(owners[i], "private", config.max_tests, config.seed))

@@ -31,6 +31,8 @@ class CharScorer:
     """Toy verifiable reward: the share of the response's characters that are TARGET; the public test
     (self-repair's feedback) wants TARGET x 4."""
 
+    busy_s = 0.0  # scored in place: no judge to wait for
+
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
         return [char_score(TARGET, text) for text in responses]
 
@@ -63,6 +65,8 @@ class SecretCharScorer:
     would only teach guessing). The feedback's expected output shows the character 32 times, so a second
     turn succeeds by reading it. `reveal=False` shows a random one of SECRETS instead (the control: the
     same feedback with nothing in it to learn from; a blind policy passes at most half the problems)."""
+
+    busy_s = 0.0  # scored in place: no judge to wait for
 
     def __init__(self, reveal: bool = True, seed: int = 0):
         self.reveal, self.rng = reveal, random.Random(seed)

@@ -128,6 +128,34 @@ def test_derived_rates():
     assert derived_metrics({M.JUDGE_COUNT: 3.0, M.TIME_JUDGE: 0.0}) == {}
     assert derived_metrics({M.JUDGE_COUNT: math.nan, M.TIME_JUDGE: 1.0}) == {}
     assert derived_metrics({}) == {}
+    # judging overlapped with decoding has no judge phase: the judge's busy time is the divisor (and
+    # wins over timing/judge_s when a record has both)
+    assert derived_metrics({M.JUDGE_COUNT: 32.0, M.JUDGE_BUSY: 2.0}) == {M.JUDGE_PER_S: 16.0}
+    assert derived_metrics({M.JUDGE_COUNT: 32.0, M.JUDGE_BUSY: 2.0, M.TIME_JUDGE: 8.0}) == {M.JUDGE_PER_S: 16.0}
+
+
+def test_busy_clock_counts_overlapping_work_once(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(M.time, "perf_counter", lambda: now[0])
+    clock = M.BusyClock()
+    clock.begin()        # t=100: one outstanding
+    now[0] = 101.0
+    clock.begin(2)       # t=101: three
+    now[0] = 102.0
+    clock.end()
+    assert clock.seconds == 2.0  # still running: the open interval counts
+    now[0] = 103.0
+    clock.end(2)         # t=103: idle after 3 s
+    now[0] = 110.0
+    assert clock.seconds == 3.0  # idle time does not count
+    clock.end()          # more ends than begins: ignored, not negative
+    clock.begin()
+    now[0] = 111.5
+    clock.end(5)
+    assert clock.seconds == 4.5
+    clock.begin(0)
+    now[0] = 120.0
+    assert clock.seconds == 4.5
 
 
 def scrape(address: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

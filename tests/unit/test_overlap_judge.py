@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from codefu.judge.judge import JudgeConfig
+from codefu.observability import metrics
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.episodes import EpisodePlan
 from codefu.orchestrator.loop import (
@@ -188,3 +189,44 @@ def test_async_turns_raise_a_failing_hidden_test_scoring():
     with pytest.raises(RuntimeError, match="went away"):
         episodes_as_they_finish(PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles,
                                 JudgeScorer(judge, "binary"), StepTimer())
+
+
+class OneSecondEach:
+    """A judge taking one second of `clock` per submission, pulling each as it arrives."""
+
+    def __init__(self, clock: list[float], fail_at: int | None = None):
+        self.clock, self.fail_at = clock, fail_at
+        self.judge_config = JudgeConfig()
+
+    def judge_many(self, items):
+        for i, _ in enumerate(items):
+            if i == self.fail_at:
+                raise RuntimeError("judge worker gone")
+            self.clock[0] += 1.0
+            yield i, Verdict(Status.ACCEPTED, tests=[TestResult(Status.ACCEPTED)])
+
+
+def test_the_scorer_counts_the_judges_busy_time_not_the_wait_for_completions(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(metrics.time, "perf_counter", lambda: clock[0])
+
+    def decoded_slowly(n: int):  # 10 s of decoding before each completion
+        for _ in range(n):
+            clock[0] += 10.0
+            yield PROBLEMS[0], "ok"
+
+    scorer = JudgeScorer(OneSecondEach(clock), "binary")
+    assert scorer.busy_s == 0.0
+    assert [s.passed for s in scorer.score_stream(decoded_slowly(3))] == [True] * 3
+    assert clock[0] == 33.0 and scorer.busy_s == 3.0  # 3 of the 33 s
+    scorer.score(PROBLEMS, ["ok", "ok"])  # a list: both outstanding from the start
+    assert scorer.busy_s == 5.0
+    assert len(list(scorer.check_public_each(decoded_slowly(1)))) == 1
+    assert scorer.busy_s == 6.0
+
+    failing = JudgeScorer(OneSecondEach(clock, fail_at=1), "binary")
+    with pytest.raises(RuntimeError, match="judge worker gone"):
+        failing.score_stream(decoded_slowly(3))
+    stopped = failing.busy_s
+    clock[0] += 100.0
+    assert failing.busy_s == stopped  # the unanswered submission does not keep the clock running
