@@ -255,8 +255,9 @@ class RolloutWorkers:
         """Worker w loads what the trainer rank on its GPU shared (`shared[w]`)."""
         ray.get([a.load_shared_weights.remote(shared[w]) for w, a in enumerate(self.actors)])
 
-    def release_memory(self) -> None:
-        ray.get([a.release_memory.remote() for a in self.actors])
+    def release_memory(self, weights: bool = False) -> bool:
+        """Each worker's KV cache (and, with `weights`, its weights) freed; whether any weights were."""
+        return any(ray.get([a.release_memory.remote(weights) for a in self.actors]))
 
     def stats(self) -> list[dict[str, float]]:
         """Each worker's engine numbers of its last call (the native engine's `last_stats`; {} for others)."""
@@ -422,6 +423,8 @@ class Roles:
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
         self.colocated = cfg.resources.colocate and layout.gpus > 0
         self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer
+        # colocated engines hold no weights in the trainer's turn: the sync after the update brings them
+        self._engine_weights_released = False
         self.critic_colocated = cfg.resources.critic_colocate
         self.memory_metrics: dict[str, float] = {}
         self._generating = False
@@ -430,6 +433,9 @@ class Roles:
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
         kl = needs_reference(cfg)
         self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
+        self.offload_reference = self.colocated and kl and cfg.trainer.offload_reference
+        self._reference_moves: list[Any] = []  # the reference's weights on their way back to the GPUs
+        self._move_metrics: dict[str, float] = {}  # the reference's moves, reported with the update
         self.critic = None
         if layout.need("critic"):
             critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
@@ -461,9 +467,14 @@ class Roles:
             return
         self._generating = True
         self.memory_metrics = self._reloaded()  # a reload no update collected (a step without one)
+        if self._engine_weights_released:
+            self.sync_weights()  # a step without an update (and so without its sync): the same weights
         learners = [*self.trainer, *(self.critic if self.critic and self.critic_colocated else [])]
         if self.offload_optimizer:
             self.memory_metrics |= _summed(ray.get([a.offload_optimizer.remote() for a in learners]))
+        if self.offload_reference and self.reference is not None and not self._reference_moves:
+            # back while the engines decode: their KV caches were sized with the reference in place
+            self._reference_moves = [a.reload_weights.remote() for a in self.reference]
         self._engine_stats = []  # each call's, per worker
         try:
             yield
@@ -471,7 +482,8 @@ class Roles:
             self._generating = False
             self.memory_metrics |= engine_metrics(self._engine_stats)
             if self.colocated:
-                self.rollout.release_memory()  # the trainer's turn on the shared GPUs; generate takes it back
+                # the trainer's turn on the shared GPUs: generate takes the cache back, the sync the weights
+                self._engine_weights_released = self.rollout.release_memory(weights=True)
             if self.offload_optimizer:
                 # back while the reference pass runs on its own actors; whatever the learners do next
                 # queues behind it on theirs, and the update reports its numbers (`_reloaded`)
@@ -510,7 +522,13 @@ class Roles:
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
         group = self.reference if reference else self.trainer
         assert group is not None
-        return ray.get([a.compute_logprobs.remote(batch_ref) for a in group])[0]
+        logprobs = ray.get([a.compute_logprobs.remote(batch_ref) for a in group])[0]
+        if reference and self.offload_reference:
+            # the reload (queued before the pass on the same actors) is done; the update gets the memory
+            moves, self._reference_moves = self._reference_moves, []
+            self._move_metrics |= _summed(ray.get(moves)) if moves else {}
+            self._move_metrics |= _summed(ray.get([a.offload_weights.remote() for a in group]))
+        return logprobs
 
     def values(self, batch_ref: Any) -> Any:
         assert self.critic is not None
@@ -521,7 +539,8 @@ class Roles:
         the numbers of the optimizer state's move back to the GPUs if it is still to be collected."""
         ref = batch if isinstance(batch, ray.ObjectRef) else ray.put(batch)
         updates = [a.update.remote(ref) for a in self.trainer]
-        return self._reloaded() | ray.get(updates)[0]
+        moved, self._move_metrics = self._move_metrics, {}
+        return self._reloaded() | moved | ray.get(updates)[0]
 
     def update_critic(self, batch_ref: Any) -> dict[str, float]:
         assert self.critic is not None
@@ -539,6 +558,7 @@ class Roles:
             shared = ray.get([a.share_weights.remote() for a in self.trainer])
             self.rollout.load_shared_weights(shared)
             ray.get([a.drop_shared_weights.remote() for a in self.trainer])
+            self._engine_weights_released = False
             return
         # a collective on every rank; rank 0's full state dict stays in Ray's store (never copied to the
         # driver) and that one object goes to every rollout worker

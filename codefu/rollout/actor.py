@@ -107,12 +107,16 @@ class RolloutWorker:
         if torch.cuda.is_available():
             torch.cuda.synchronize()  # the copies are done before the trainer may free its buffer
 
-    def release_memory(self) -> None:
+    def release_memory(self, weights: bool = False) -> bool:
         """Free what the engine can give back between rollouts (the native engine's KV cache and CUDA
-        graphs) for a trainer on the same GPU; its next `generate` takes it again. Other engines: no-op."""
+        graphs; with `weights`, its weights too) for a trainer on the same GPU; its next `generate` takes
+        the cache again, the weights must be loaded again before it. Other engines: no-op. Returns
+        whether the weights were released."""
         release = getattr(self.engine, "release_memory", None)
-        if release is not None:
-            release()
+        if release is None:
+            return False
+        release(weights=weights)
+        return weights
 
     def stats(self) -> dict[str, float]:
         """The last `generate`'s engine numbers (the native engine's `last_stats`); {} for other engines."""

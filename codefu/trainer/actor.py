@@ -66,6 +66,12 @@ class TrainerActor:
     def reload_optimizer(self) -> dict[str, float]:
         return self.worker.reload_optimizer()
 
+    def offload_weights(self) -> dict[str, float]:
+        return self.worker.offload_weights()
+
+    def reload_weights(self) -> dict[str, float]:
+        return self.worker.reload_weights()
+
     def save(self, root: str, extra_state: dict[str, Any] | None = None, name_step: int | None = None) -> str:
         return self.worker.save(root, extra_state, name_step)
 

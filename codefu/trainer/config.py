@@ -40,6 +40,9 @@ class TrainerConfig:
     offload_optimizer: bool = True
     """Colocated on a GPU: AdamW's state goes to pinned CPU memory while the engine generates (its KV cache
     gets that memory) and comes back for the update. Off the GPU, or in split mode, nothing moves."""
+    offload_reference: bool = True
+    """Colocated on a GPU: the reference policy's weights leave the GPU after its pass (the update gets
+    their memory) and come back, from a pinned CPU copy made once, while the engine generates."""
     reshard_after_forward: bool = True
     """Free each layer's gathered params after forward (ZeRO-3); False keeps them until backward (ZeRO-2-like,
     faster, more memory)."""

@@ -105,6 +105,10 @@ class TrainerWorker:
         self.step = 0  # optimizer steps taken
         self._shared: PackedWeights | None = None  # weights lent to a colocated engine (share_weights)
         self._offloaded = False  # AdamW's state is in CPU memory (offload_optimizer)
+        # a frozen model's weights: their storages and the CPU copy they come back from (offload_weights)
+        self._weight_storages: list[torch.UntypedStorage] = []
+        self._host_weights: list[Tensor] = []
+        self._weights_offloaded = False
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         if not frozen:
@@ -178,7 +182,9 @@ class TrainerWorker:
 
     def compute_logprobs(self, batch: Batch) -> Tensor:
         """(B, T) fp32 log-probs of `batch.input_ids` under this model, aligned like `Batch.old_logprobs`;
-        0 outside `response_mask`. Every rank computes its rows; the result is all-reduced to every rank."""
+        0 outside `response_mask`. Every rank computes its rows; the result is all-reduced to every rank.
+        Offloaded weights (`offload_weights`) are brought back first."""
+        self.reload_weights()
         return self._per_token(batch)
 
     @torch.no_grad()
@@ -402,6 +408,48 @@ class TrainerWorker:
 
     def drop_shared_weights(self) -> None:
         self._shared = None
+        self._give_back_cached_memory()  # the buffer's memory to the engine's KV cache, not our cache
+
+    # ------------------------------------------------------------------------------------------------
+    # a frozen (reference) model's weights off the GPU between its passes
+
+    def offload_weights(self) -> dict[str, float]:
+        """Free the memory of a frozen model's weights (the reference policy between its passes: the
+        update on the same GPU can use it); `reload_weights`, or the next `compute_logprobs`, brings them
+        back from a CPU copy (pinned on a GPU) made at the first call: they never change, so nothing is
+        copied out after that. Returns the bytes freed and the seconds it took; a no-op when offloaded."""
+        if not self.frozen:
+            raise RuntimeError("offload_weights() on a trained worker: its weights change at every step")
+        if self._weights_offloaded:
+            return {}
+        t0 = time.perf_counter()
+        if not self._weight_storages:
+            self._weight_storages = _distinct_storages(self.model)
+            pin = self.device.type == "cuda"
+            self._host_weights = [
+                torch.empty(s.nbytes(), dtype=torch.uint8, pin_memory=pin).copy_(_bytes_of(s))
+                for s in self._weight_storages
+            ]
+        freed = sum(s.nbytes() for s in self._weight_storages)
+        for storage in self._weight_storages:
+            storage.resize_(0)  # every view of it (FSDP's flat shard, the DTensor) stays, without memory
+        self._give_back_cached_memory()
+        self._weights_offloaded = True
+        seconds = time.perf_counter() - t0
+        return {"memory/reference_offloaded_gb": freed / 2**30, "timing/reference_offload_s": seconds}
+
+    def reload_weights(self) -> dict[str, float]:
+        """The inverse of `offload_weights`; a no-op when the weights are in place."""
+        if not self._weights_offloaded:
+            return {}
+        t0 = time.perf_counter()
+        for storage, host in zip(self._weight_storages, self._host_weights, strict=True):
+            storage.resize_(host.numel())
+            _bytes_of(storage).copy_(host, non_blocking=True)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self._weights_offloaded = False
+        return {"timing/reference_reload_s": time.perf_counter() - t0}
 
     # ------------------------------------------------------------------------------------------------
     # the optimizer's state off the GPU while a colocated engine generates
@@ -504,3 +552,18 @@ class TrainerWorker:
             ckpt.export_hf(path, sd, self.hf_config, self.tokenizer)
         dist.barrier()
         return str(path)
+
+
+def _distinct_storages(model: nn.Module) -> list[torch.UntypedStorage]:
+    """The storages behind a model's parameters (a DTensor's local shard), each once."""
+    seen: dict[int, torch.UntypedStorage] = {}
+    for p in model.parameters():
+        local = p._local_tensor if isinstance(p, DTensor) else p.data
+        storage = local.untyped_storage()
+        seen.setdefault(storage.data_ptr(), storage)
+    return list(seen.values())
+
+
+def _bytes_of(storage: torch.UntypedStorage) -> Tensor:
+    """A uint8 tensor over all of `storage` (for copying it whole, whatever its dtype and views)."""
+    return torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)

@@ -1,7 +1,8 @@
 """The loop colocated on one GPU (policy, reference and native engine share it), with the optimizer state
 offloaded while the engine generates: every step moves the state out and back (the move back overlaps the
-reference pass and is reported by the update), reports the update's peak memory, and the toy reward rises
-as on CPU."""
+reference pass and is reported by the update), the reference's weights leave for the update and the
+engine's for the trainer's turn (the sync brings them back: the reward could not rise on garbage weights),
+reports the update's peak memory, and the toy reward rises as on CPU."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def test_colocated_steps_offload_the_optimizer_and_report_the_moves(tmp_path):
     for r in rows[1:]:
         assert r["memory/optimizer_offloaded_gb"] > 0 and r["timing/offload_s"] > 0, r
         assert r["timing/reload_s"] > 0, r  # the update collected the move back, every step
+        # the reference's weights left after its pass and came back while the engine generated
+        assert r["memory/reference_offloaded_gb"] > 0 and r["timing/reference_reload_s"] > 0, r
+    assert rows[0]["memory/reference_offloaded_gb"] > 0  # its first pass makes the CPU copy
     for r in rows:
         assert (
             0 < r["memory/update_peak_gb"] <= r["memory/update_reserved_gb"] and r["memory/gpu_free_gb"] > 0

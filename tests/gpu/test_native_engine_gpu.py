@@ -194,6 +194,22 @@ def test_memory_budget_release_and_resume(hf):
     assert [c.token_ids for c in after] == [c.token_ids for c in before]
 
 
+def test_released_weights_give_their_memory_back_and_a_load_restores_them(hf):
+    # a colocated trainer's turn: the engine's weights go too (the sync after the update brings them)
+    engine = make_engine(hf)
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=16)
+    before = engine.generate(PROMPTS, sampling)
+    weight_bytes = sum(p.numel() * p.element_size() for p in engine.model.parameters())
+    torch.cuda.synchronize()
+    allocated = torch.cuda.memory_allocated()
+    engine.release_memory(weights=True)
+    assert engine.cache is None
+    assert torch.cuda.memory_allocated() <= allocated - weight_bytes
+    engine.load_weights(hf.state_dict())  # CUDA tensors, as a colocated trainer shares them
+    after = engine.generate(PROMPTS, sampling)
+    assert [c.token_ids for c in after] == [c.token_ids for c in before]
+
+
 def test_load_weights_from_tensors_on_the_same_gpu(hf):
     engine = make_engine(hf)
     other = random_qwen2(seed=7)

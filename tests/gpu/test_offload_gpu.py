@@ -82,3 +82,22 @@ def test_a_forward_pass_gives_its_cached_memory_back(model_dir):
     reference.compute_logprobs(b)
     assert torch.cuda.max_memory_allocated() > allocated + 32 * 2**20  # the pass needed blocks of its own
     assert torch.cuda.memory_reserved() <= reserved + 2 * 2**20
+
+
+def test_the_reference_offloaded_frees_its_weights_and_comes_back_identically(model_dir):
+    cfg = TrainerConfig(model=str(model_dir), device="cuda", dtype="float32")
+    reference = TrainerWorker(cfg, frozen=True)
+    b = batch()
+    expected = reference.compute_logprobs(b)
+    weight_bytes = sum(p.numel() * p.element_size() for p in reference.model.parameters())
+    torch.cuda.synchronize()
+    allocated = torch.cuda.memory_allocated()
+    moved = reference.offload_weights()
+    assert moved["memory/reference_offloaded_gb"] * 2**30 >= weight_bytes
+    assert torch.cuda.memory_allocated() <= allocated - weight_bytes
+    assert all(h.is_pinned() for h in reference._host_weights)
+    assert "timing/reference_reload_s" in reference.reload_weights()
+    assert torch.cuda.memory_allocated() >= allocated
+    torch.testing.assert_close(reference.compute_logprobs(b), expected, atol=0, rtol=0)
+    reference.offload_weights()
+    torch.testing.assert_close(reference.compute_logprobs(b), expected, atol=0, rtol=0)  # reloads itself

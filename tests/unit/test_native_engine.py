@@ -318,6 +318,30 @@ def test_release_and_resume_memory(hf, engine):
     assert [c.token_ids for c in after] == [c.token_ids for c in before]
 
 
+def test_released_weights_refuse_to_run_until_loaded_again(hf):
+    engine = make_engine(hf)
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=6)
+    before = engine.generate(PROMPTS, sampling)
+    state = {k: v.clone() for k, v in hf.state_dict().items()}
+    engine.release_memory(weights=True)  # a colocated trainer's turn: its sync brings them
+    assert all(p.numel() == 0 for p in engine.model.parameters())
+    assert engine.model.rotary.cos.numel() > 0  # tables, not weights: they stay
+    with pytest.raises(RuntimeError, match="weights were released .* load_weights before generate"):
+        engine.generate(PROMPTS, sampling)
+    with pytest.raises(KeyError, match="missing"):
+        engine.load_weights({k: v for k, v in state.items() if "layers.0." not in k})
+    name = next(k for k in state if k.endswith("o_proj.weight"))
+    with pytest.raises(ValueError, match="o_proj"):
+        engine.load_weights(state | {name: state[name][:, :-1]})
+    assert engine.model.weights_dropped  # a failed load leaves no half-filled memory that looks loaded
+    engine.load_weights(state)
+    assert [c.token_ids for c in engine.generate(PROMPTS, sampling)] == [c.token_ids for c in before]
+    engine.release_memory(weights=True)
+    engine.release_memory(weights=True)  # twice: still the shapes to allocate again
+    engine.load_weights(state)
+    assert [c.token_ids for c in engine.generate(PROMPTS, sampling)] == [c.token_ids for c in before]
+
+
 def test_limits_are_clear_errors(hf):
     engine = make_engine(hf, kv_cache_tokens=2 * BLOCK)
     assert engine.max_model_len == 2 * BLOCK  # capped by the cache

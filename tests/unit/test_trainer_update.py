@@ -72,6 +72,26 @@ def test_compute_logprobs_matches_unchunked_transformers(tiny_dir):
     torch.testing.assert_close(frozen.compute_logprobs(batch), got, atol=1e-6, rtol=1e-6)
 
 
+def test_a_reference_offloaded_between_passes_gives_the_same_logprobs(tiny_dir):
+    # colocated on a GPU the reference's weights leave between its passes (trainer.offload_reference):
+    # the memory is freed in place (FSDP's shards keep their views) and filled again from a CPU copy
+    batch = random_batch(4, 12, VOCAB, prompt_len=3, seed=2)
+    reference = TrainerWorker(make_worker(tiny_dir).cfg, frozen=True)
+    expected = reference.compute_logprobs(batch)
+    weight_bytes = sum(p.numel() * p.element_size() for p in reference.model.parameters())
+    moved = reference.offload_weights()
+    assert moved["memory/reference_offloaded_gb"] * 2**30 >= weight_bytes
+    assert all(p._local_tensor.untyped_storage().nbytes() == 0 for p in reference.model.parameters())
+    assert reference.offload_weights() == {}  # twice: nothing more
+    torch.testing.assert_close(reference.compute_logprobs(batch), expected, atol=0, rtol=0)  # reloads first
+    reference.offload_weights()
+    assert "timing/reference_reload_s" in reference.reload_weights()
+    assert reference.reload_weights() == {}
+    torch.testing.assert_close(reference.compute_logprobs(batch), expected, atol=0, rtol=0)
+    with pytest.raises(RuntimeError, match="trained worker"):
+        make_worker(tiny_dir).offload_weights()
+
+
 @pytest.mark.parametrize(
     "agg,kl_coef,entropy_coef,per_token",
     [

@@ -216,17 +216,25 @@ class NativeEngine:
         return peak
 
     # ---- memory (colocation) --------------------------------------------------------------------
-    def release_memory(self) -> None:
-        """Free the KV cache and the CUDA graphs that point into it (weights stay)."""
+    def release_memory(self, weights: bool = False) -> None:
+        """Free the KV cache and the CUDA graphs that point into it; with `weights`, the weights too (a
+        colocated trainer's next sync fills them again: `generate` refuses to run before)."""
         self.graphs = None
         self._attach(None)
         self.cache = None
+        if weights:
+            self.model.drop_weights()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
 
     def resume_memory(self) -> None:
         """Allocate the KV cache again (the size planned at build time, or less if less fits now); each
         CUDA graph is captured again at its first use (they hold the cache's addresses)."""
+        if self.model.weights_dropped:
+            raise RuntimeError(
+                "native engine: its weights were released (release_memory(weights=True)) and not loaded "
+                "again: load_weights before generate"
+            )
         if self.cache is not None:
             return
         if self._activation_peak is not None:

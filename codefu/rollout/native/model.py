@@ -309,6 +309,7 @@ class NativeCausalLM(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(spec) for _ in range(spec.num_layers))
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
         self.rotary = Rotary(spec.head_dim, spec.rope_theta, max_len or spec.max_position_embeddings)
+        self._dropped_shapes: dict[str, torch.Size] = {}  # what drop_weights freed, to allocate again
         if spec.tie_word_embeddings:
             self.lm_head_weight = self.embed_tokens.weight
         else:
@@ -368,12 +369,26 @@ class NativeCausalLM(nn.Module):
                 t[p + f"mlp.down_proj.{kind}"] = getattr(mlp.down_proj, kind)
         return {name: view.data for name, view in t.items()}
 
+    @property
+    def weights_dropped(self) -> bool:
+        return bool(self._dropped_shapes)
+
+    def drop_weights(self) -> None:
+        """Free every parameter's memory (a colocated trainer's turn: its sync brings the next ones). The
+        model cannot run until `load_weights` has filled them again; the rotary tables stay."""
+        if self.weights_dropped:
+            return
+        self._dropped_shapes = {name: p.shape for name, p in self.named_parameters()}  # tied: listed once
+        for p in self.parameters():
+            p.data = p.data.new_empty(0)
+
     @torch.no_grad()
     def load_weights(self, state: dict[str, Tensor]) -> None:
         """Copy HF-named tensors into their slices in place (dtype/device converted by `copy_`; a tensor
         already on our GPU is copied there, no CPU round trip). Every name must be ours; every one of ours
-        must be given, except lm_head.weight when it is tied to the embeddings."""
-        targets = self.hf_targets()
+        must be given, except lm_head.weight when it is tied to the embeddings. Dropped weights
+        (`drop_weights`) get their memory back first, once the names are known to be complete."""
+        targets = self.hf_targets()  # the names are known with the weights dropped too (empty views)
         unexpected = sorted(set(state) - set(targets))
         if unexpected:
             raise KeyError(f"load_weights: not model keys: {unexpected[:5]} ({len(unexpected)} in all)")
@@ -381,13 +396,21 @@ class NativeCausalLM(nn.Module):
         missing = sorted(set(targets) - set(state) - optional)
         if missing:
             raise KeyError(f"load_weights: model keys missing: {missing[:5]} ({len(missing)} in all)")
+        restored = self.weights_dropped
+        if restored:
+            for name, p in self.named_parameters():
+                p.data = p.data.new_empty(self._dropped_shapes[name])
+            self._dropped_shapes = {}
+            targets = self.hf_targets()  # views of the new memory
         for name, value in state.items():
-            target = targets[name]
-            if target.shape != value.shape:
+            if targets[name].shape != value.shape:
+                if restored:
+                    self.drop_weights()  # not half-filled memory that looks loaded
                 raise ValueError(
-                    f"load_weights: {name} is {tuple(value.shape)}, the model's {tuple(target.shape)}"
+                    f"load_weights: {name} is {tuple(value.shape)}, the model's {tuple(targets[name].shape)}"
                 )
-            target.copy_(value)
+        for name, value in state.items():
+            targets[name].copy_(value)
 
 
 __all__ = ["ModelSpec", "NativeCausalLM", "rope_theta"]
