@@ -409,6 +409,17 @@ def _trainer_ranks(
     )
 
 
+def role_process_options(gpus: int, cuda_allocator: str | None = None) -> dict[str, Any]:
+    """Ray options of a role's processes: on CPU every core for each (the phases take turns); on GPU the
+    CUDA allocator's settings (`trainer.cuda_allocator`, for the trainer's processes), read by torch at
+    its first allocation, so they go in before the process starts."""
+    if gpus == 0:
+        env = {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+    else:
+        env = {"PYTORCH_CUDA_ALLOC_CONF": cuda_allocator} if cuda_allocator else {}
+    return {"runtime_env": {"env_vars": env}} if env else {}
+
+
 class Roles:
     """Trainer ranks, the reference policy (only with a KL term, as many ranks), PPO's critic (only with
     `algo.estimator: ppo`, as many ranks), the rollout workers."""
@@ -417,9 +428,8 @@ class Roles:
         layout = run_layout(cfg)
         check_layout(layout, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         self.pg = reserve(layout)
-        # On CPU the phases take turns, so each role may use every core while it runs.
-        env = {"runtime_env": {"env_vars": {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}}}
-        options = env if layout.gpus == 0 else {}
+        options = role_process_options(layout.gpus)
+        trainer_options = role_process_options(layout.gpus, cfg.trainer.cuda_allocator)
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
         self.colocated = cfg.resources.colocate and layout.gpus > 0
         self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer
@@ -430,16 +440,18 @@ class Roles:
         self._generating = False
         self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
         self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
-        self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", options)
+        self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", trainer_options)
         kl = needs_reference(cfg)
-        self.reference = _trainer_ranks(cfg.trainer, layout, self.pg, "reference", options) if kl else None
+        self.reference = (
+            _trainer_ranks(cfg.trainer, layout, self.pg, "reference", trainer_options) if kl else None
+        )
         self.offload_reference = self.colocated and kl and cfg.trainer.offload_reference
         self._reference_moves: list[Any] = []  # the reference's weights on their way back to the GPUs
         self._move_metrics: dict[str, float] = {}  # the reference's moves, reported with the update
         self.critic = None
         if layout.need("critic"):
             critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
-            self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", options, clip)
+            self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", trainer_options, clip)
         if self.colocated:
             # an engine sizes its KV cache from the GPU memory free when it starts: the policy, reference
             # and critic must hold theirs by then, or the cache takes what they are still loading (seen at

@@ -48,6 +48,11 @@ class TrainerConfig:
     faster, more memory)."""
     uncheckpointed_layers: int = 0
     """With gradient checkpointing, run the last N decoder layers without it: less recompute, more memory."""
+    cuda_allocator: str | None = None
+    """The CUDA allocator's settings in the trainer's processes (policy, reference, critic), as
+    PYTORCH_CUDA_ALLOC_CONF writes them: "expandable_segments:True" lets an update near the card's limit
+    reuse freed memory instead of failing over a fragmented cache. None: torch's default (or the variable
+    as the environment sets it)."""
     compile: bool = False
     """torch.compile each decoder layer (before sharding, as torchtitan does): fused kernels, slower start."""
     sp_degree: int = 1
@@ -173,6 +178,19 @@ class TrainerConfig:
                 f"rollout_correction={self.rollout_correction!r} needs sp_degree 1",
             ),
         ]
+        checks += [(ok, f"cuda_allocator: {m}") for ok, m in _allocator_setting_checks(self.cuda_allocator)]
         for ok, message in checks:
             if not ok:
                 raise ValueError(f"TrainerConfig: {message}")
+
+
+def _allocator_setting_checks(settings: str | None) -> list[tuple[bool, str]]:
+    """`name:value` pairs joined by commas. The names are torch's to check (they vary between its
+    versions): torch reports a name it does not know when a trainer process first allocates on the GPU."""
+    if settings is None:
+        return []
+    named = [(item, item.split(":", 1)) for item in settings.split(",")]
+    return [
+        (len(pair) == 2 and all(pair), f"{item!r} is not name:value (e.g. expandable_segments:True)")
+        for item, pair in named
+    ]

@@ -52,6 +52,7 @@ def test_colocated_steps_offload_the_optimizer_and_report_the_moves(tmp_path):
         assert (
             0 < r["memory/update_peak_gb"] <= r["memory/update_reserved_gb"] and r["memory/gpu_free_gb"] > 0
         ), r
+        assert r["memory/update_alloc_retries"] == 0, r  # a toy model is nowhere near the card's limit
         assert r["rollout/kv_cache_tokens"] > 0
         # the engine took its KV cache and graphs back each step, then prefilled and decoded
         assert r["rollout/resume_s"] > 0 and r["rollout/prefill_s"] > 0 and r["rollout/decode_s"] > 0, r

@@ -130,7 +130,7 @@ def test_graphs_captured_mid_decode_keep_greedy_outputs(hf):
     """A bucket's graph is captured when the thinning batch first needs it, between decode steps of live
     sequences: the warm-up run of each capture must write nothing into their KV cache."""
     full = [hf_greedy(hf, p, 24) for p in PROMPTS]
-    stop = pick_stops(full)
+    stop = pick_stops(full, min_ended=5)  # 8 prompts x 2 samples thin to 6 or fewer: bucket 8 and below
     engine = make_engine(hf, max_num_seqs=16)
     assert engine.graphs is not None and not engine.graphs.graphs  # nothing captured before a decode
     out = engine.generate(PROMPTS, SamplingParams(n=2, temperature=0.0, max_new_tokens=24, stop_token_ids=stop))

@@ -244,3 +244,14 @@ def test_forward_only_passes_take_their_own_budget(tiny_dir):
     assert calls["big"] == 1 < calls["small"]
     with pytest.raises(ValueError, match="forward_micro_batch_tokens"):
         TrainerConfig(forward_micro_batch_tokens=-1)
+
+
+@pytest.mark.parametrize("settings", ["expandable_segments", ":True", "expandable_segments:True,", ""])
+def test_cuda_allocator_settings_must_be_name_value_pairs(settings):
+    with pytest.raises(ValueError, match="cuda_allocator: .* is not name:value"):
+        TrainerConfig(cuda_allocator=settings)
+
+
+def test_cuda_allocator_settings_of_several_pairs_are_taken():
+    cfg = TrainerConfig(cuda_allocator="expandable_segments:True,garbage_collection_threshold:0.8")
+    assert cfg.cuda_allocator == "expandable_segments:True,garbage_collection_threshold:0.8"

@@ -1,0 +1,33 @@
+"""A role's process options on a real Ray node: the CUDA allocator's settings (`trainer.cuda_allocator`)
+reach the process's environment before torch could read them; CPU roles get every core."""
+
+from __future__ import annotations
+
+import os
+
+import ray
+
+from codefu.orchestrator.roles import role_process_options
+
+
+def _in_process(options: dict, name: str) -> str | None:
+    def environment(name: str) -> str | None:  # defined here: pickled by value, as this module is no package
+        return os.environ.get(name)
+
+    return ray.get(ray.remote(environment).options(**options).remote(name))
+
+
+def test_gpu_trainer_processes_get_the_allocator_settings(local_ray):
+    options = role_process_options(1, "expandable_segments:True,max_split_size_mb:512")
+    assert _in_process(options, "PYTORCH_CUDA_ALLOC_CONF") == "expandable_segments:True,max_split_size_mb:512"
+
+
+def test_gpu_roles_without_settings_keep_torchs_default(local_ray):
+    assert role_process_options(1) == {}
+    assert _in_process(role_process_options(1), "PYTORCH_CUDA_ALLOC_CONF") is None
+
+
+def test_cpu_roles_use_every_core_and_no_cuda_settings(local_ray):
+    options = role_process_options(0, "expandable_segments:True")
+    assert _in_process(options, "OMP_NUM_THREADS") == str(os.cpu_count())
+    assert _in_process(options, "PYTORCH_CUDA_ALLOC_CONF") is None
