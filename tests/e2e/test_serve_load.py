@@ -67,7 +67,13 @@ def test_64_clients_each_get_their_own_answer(codefu_easy):
                 failures.append(f"{call.tag}: HTTP {answer.status} {answer.error} {str(answer.answer)[:300]}")
             elif (problem := want[call.tag](answer.answer)) is not None:
                 failures.append(f"{call.tag}: {problem}")
-        assert not failures, f"{len(failures)} of {len(calls)} requests answered wrongly:\n" + "\n".join(failures[:20])
+        latencies = sorted(a.latency_s for a in run.answers if a.status == 200)
+        waited = f"latency p50 {latencies[len(latencies) // 2]:.1f} s, max {latencies[-1]:.1f} s" if latencies else ""
+        print(f"serve load: {len(calls)} requests in {run.seconds:.0f} s, {waited}")
+        assert not failures, (
+            f"{len(failures)} of {len(calls)} requests answered wrongly ({waited}):\n" + "\n".join(failures[:20])
+            + "\nthe server's and its replicas' warnings:\n" + served.trouble()
+        )
         # the server saw each request once: its own count of answered requests is ours
         status, text, _ = served.get("/metrics")
         counted = sum(float(n) for n in re.findall(

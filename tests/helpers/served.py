@@ -82,6 +82,19 @@ class Served:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def trouble(self, most: int = 40) -> str:
+        """The last `most` warnings, errors and traceback lines of the server and of every Ray process it
+        started (the replicas log into Ray's session folder in the server's $TMPDIR, not the server's log)."""
+        marks = ("WARNING", "ERROR", "Traceback", "Error:", "Exception")
+        lines = []
+        for path in sorted(Path(self.tmp).rglob("*")):
+            if path.suffix not in (".log", ".err", ".out") or not path.is_file():
+                continue
+            for line in path.read_text(errors="replace").splitlines():
+                if any(m in line for m in marks):
+                    lines.append(f"{path.name}: {line[:300]}")
+        return "\n".join(lines[-most:])
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
         if self.stopped_code is None:
             self.proc.send_signal(sig)
