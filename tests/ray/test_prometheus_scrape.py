@@ -98,8 +98,10 @@ class Prometheus:
         assert body["status"] == "success", body
         return body["data"]
 
-    def query(self, expr: str) -> list[dict]:
-        return self.get("/api/v1/query", query=expr)["result"]
+    def query(self, expr: str, at: float | None = None) -> list[dict]:
+        """An instant query, now or at the Unix time `at`."""
+        params = {"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"}
+        return self.get("/api/v1/query", **params)["result"]
 
     def wait(self, what: str, ready, deadline_s: float, proc: subprocess.Popen, log: Path):
         """Poll `ready()` until it returns a truthy value (a bound, not a timed assertion: the machine may
@@ -190,8 +192,11 @@ def test_prometheus_scrapes_a_training_run(tmp_path):
         fed = {"Step", "Pass rate (last step)", "Step time", "Reward and pass rate", "Validation pass@k",
                "Verdict mix", "Response length", "KL / entropy / clip fraction", "Time per phase",
                "Judge throughput", "Rollout tokens per second"}
+        # evaluated when the driver was last scraped, as a dashboard shows the run: "now" may be over a
+        # minute after it (the wait for the Ray path), when a rate over 1m has no samples left
+        run_end = max(steps)
         for panel in dash["panels"]:
-            results = [p.query(t["expr"].replace("$run", ".*").replace("$__rate_interval", "1m"))
+            results = [p.query(t["expr"].replace("$run", ".*").replace("$__rate_interval", "1m"), at=run_end)
                        for t in panel["targets"]]
             if panel["title"] in fed:
                 assert any(results), panel["title"]
