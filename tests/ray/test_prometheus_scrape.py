@@ -192,11 +192,17 @@ def test_prometheus_scrapes_a_training_run(tmp_path):
         fed = {"Step", "Pass rate (last step)", "Step time", "Reward and pass rate", "Validation pass@k",
                "Verdict mix", "Response length", "KL / entropy / clip fraction", "Time per phase",
                "Judge throughput", "Rollout tokens per second"}
-        # evaluated when the driver was last scraped, as a dashboard shows the run: "now" may be over a
-        # minute after it (the wait for the Ray path), when a rate over 1m has no samples left
-        run_end = max(steps)
+        # evaluated at one moment of the Ray path (the driver's endpoint is gone, and a query 75 s later
+        # found the Ray path's series gone too): once its judge counter has two samples within a minute,
+        # so that the panels' rates over 1m have two points (the driver's was scraped only once in a run
+        # of a few seconds)
+        p.wait("two samples of the Ray path's judge counter", lambda: any(
+            float(r["value"][1]) >= 2
+            for r in p.query('count_over_time(codefu_judge_submissions_total{endpoint="ray"}[1m])')
+        ), 120, train, child_log)
+        at = time.time()
         for panel in dash["panels"]:
-            results = [p.query(t["expr"].replace("$run", ".*").replace("$__rate_interval", "1m"), at=run_end)
+            results = [p.query(t["expr"].replace("$run", ".*").replace("$__rate_interval", "1m"), at=at)
                        for t in panel["targets"]]
             if panel["title"] in fed:
                 assert any(results), panel["title"]
