@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -13,12 +15,37 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
+# A rendezvous port is picked here and bound later by rank 0's TCPStore: in between, any process may take
+# it. Ports the kernel gives to outgoing connections (ip_local_port_range, 32768-60999 by default) are
+# taken all the time on a Ray node (a slow-tier run met EADDRINUSE on one), and Ray's workers listen on
+# 10002-19999 by default: the pick comes from between the two.
+RENDEZVOUS_PORTS = range(20000, 32768)
+
 
 def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (for single-machine groups and tests)."""
+    """A TCP port free now on 127.0.0.1 (for a process group's rendezvous), outside the kernel's range for
+    outgoing connections and Ray's worker ports when one is free there, else any free port."""
+    low, high = _ephemeral_ports()
+    candidates = [p for p in RENDEZVOUS_PORTS if not low <= p <= high]
+    for port in random.SystemRandom().sample(candidates, min(32, len(candidates))):  # unseeded: per process
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range of ports for outgoing connections (Linux; elsewhere the IANA range)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535
 
 
 def init_distributed(
