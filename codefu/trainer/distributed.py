@@ -27,16 +27,15 @@ def free_port() -> int:
     outgoing connections and Ray's worker ports when one is free there, else any free port."""
     low, high = _ephemeral_ports()
     candidates = [p for p in RENDEZVOUS_PORTS if not low <= p <= high]
-    for port in random.SystemRandom().sample(candidates, min(32, len(candidates))):  # unseeded: per process
+    tries = random.SystemRandom().sample(candidates, min(32, len(candidates)))  # unseeded: per process
+    for port in [*tries, 0]:  # 0: the kernel's pick
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+            return s.getsockname()[1]
+    raise OSError("no free TCP port on 127.0.0.1")
 
 
 def _ephemeral_ports() -> tuple[int, int]:
