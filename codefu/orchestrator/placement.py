@@ -3,7 +3,6 @@ bundle.
 
     pg = reserve(layout)                                   # CodefuError if the bundles cannot be reserved
     actor_cls.options(**in_bundle(pg, slot.bundle), num_gpus=slot.gpus, ...)
-    init_method = rendezvous(pg, layout.slots_of("trainer")[0].bundle)   # rank 0's node, a free port there
 
 The same path runs on CPU-only clusters (CPU bundles), which is how the tests exercise it.
 """
@@ -14,7 +13,6 @@ from typing import Any
 
 from codefu.errors import CodefuError
 from codefu.orchestrator.layout import Layout
-from codefu.trainer.distributed import free_port
 
 
 def reserve(layout: Layout, timeout_s: float = 120.0, name: str = "") -> Any:
@@ -43,21 +41,6 @@ def in_bundle(pg: Any, bundle: int) -> dict[str, Any]:
         placement_group=pg, placement_group_bundle_index=bundle, placement_group_capture_child_tasks=True
     )
     return {"scheduling_strategy": strategy}
-
-
-def _address_and_port() -> tuple[str, int]:
-    import ray
-
-    return ray.util.get_node_ip_address(), free_port()
-
-
-def rendezvous(pg: Any, bundle: int) -> str:
-    """A tcp:// init method on the node of `bundle` (where rank 0 will listen), on a port free there."""
-    import ray
-
-    probe = ray.remote(_address_and_port).options(num_cpus=0, **in_bundle(pg, bundle))
-    address, port = ray.get(probe.remote())
-    return f"tcp://{address}:{port}"
 
 
 def release(pg: Any) -> None:

@@ -28,7 +28,7 @@ from codefu.observability.metrics import BusyClock
 from codefu.observability.prometheus import set_judge_load
 from codefu.orchestrator.config import RunConfig
 from codefu.orchestrator.layout import Layout, check_layout, make_layout
-from codefu.orchestrator.placement import in_bundle, release, rendezvous, reserve
+from codefu.orchestrator.placement import in_bundle, release, reserve
 from codefu.rollout.actor import make_rollout_actor
 from codefu.rollout.engine import EngineConfig
 from codefu.rollout.follow_ups import FollowUp
@@ -393,8 +393,7 @@ _KIND_OF_ROLE = {"trainer": "policy", "reference": "reference", "critic": "criti
 def _trainer_ranks(
     tcfg: Any, layout: Layout, pg: Any, role: str, options: dict[str, Any], value_clip: float | None = None
 ) -> list[Any]:
-    """The ranks of `role` ("trainer", "reference" or "critic"), rank r in its bundle, rendezvous on rank
-    0's node."""
+    """The ranks of `role` ("trainer", "reference" or "critic"), rank r in its bundle."""
     slots = layout.slots_of(role)
     return make_trainer_ranks(
         tcfg,
@@ -404,7 +403,6 @@ def _trainer_ranks(
         num_gpus=slots[0].gpus,
         num_cpus=slots[0].cpus,
         per_rank=[in_bundle(pg, s.bundle) for s in slots],
-        init_method=rendezvous(pg, slots[0].bundle),
         **options,
     )
 
@@ -457,7 +455,7 @@ class Roles:
             # and critic must hold theirs by then, or the cache takes what they are still loading (seen at
             # 7B: the engine's first forward out of memory beside a half-loaded reference)
             learners = [*self.trainer, *(self.reference or []), *(self.critic or [])]
-            ray.get([a.__ray_ready__.remote() for a in learners])
+            ray.get([a.ready.remote() for a in learners])
         engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
         self.rollout = RolloutWorkers(
             [

@@ -1,7 +1,7 @@
 """TrainerActor: a thin Ray actor around TrainerWorker or CriticWorker (one actor per rank; no logic of
 its own).
 
-    ranks = make_trainer_ranks(cfg, world_size=2)             # rank 0's node hosts the rendezvous
+    ranks = make_trainer_ranks(cfg, world_size=2)             # rank 0 hosts the rendezvous
     critic = make_trainer_ranks(critic_cfg, 2, kind="critic", value_clip=0.5)
     metrics = ray.get([a.update.remote(batch_ref) for a in ranks])[0]
 
@@ -15,32 +15,71 @@ from typing import Any
 
 from codefu.trainer.batch import Batch
 from codefu.trainer.config import TrainerConfig
-from codefu.trainer.distributed import free_port, init_distributed
+from codefu.trainer.distributed import init_distributed, joining_store, listening_store
 
 #: what a group of ranks trains: the policy, the frozen reference policy, or PPO's critic
 KINDS = ("policy", "reference", "critic")
 
 
 class TrainerActor:
-    """One rank. Construct through `ray.remote(TrainerActor)` (see make_trainer_ranks)."""
+    """One rank. Construct through `ray.remote(TrainerActor)` and `start` it (see make_trainer_ranks): the
+    process group needs rank 0's rendezvous address before any rank can join it."""
 
     def __init__(
         self,
         cfg: TrainerConfig,
         rank: int,
         world_size: int,
-        init_method: str,
         kind: str = "policy",
         value_clip: float | None = None,
     ):
+        self.cfg, self.rank, self.world_size = cfg, rank, world_size
+        self.kind, self.value_clip = kind, value_clip
+        # rank 0 listens at once, on a port the kernel picks as it binds: no other process can take it
+        self.store = listening_store(world_size) if rank == 0 and world_size > 1 else None
+        self._worker: Any = None
+        self._start_error: BaseException | None = None
+
+    def rendezvous(self) -> tuple[str, int]:
+        """Rank 0's address and port, for the other ranks' `start`."""
+        if self.store is None:
+            raise RuntimeError(
+                f"rendezvous() on rank {self.rank} of {self.world_size}: only rank 0 of several has one"
+            )
+        return node_address(), self.store.port
+
+    def start(self, rendezvous: tuple[str, int] | None = None) -> None:
+        """Join the process group (rank 0's `rendezvous`, None for a single rank) and build the worker."""
         from codefu.trainer.critic import CriticWorker
         from codefu.trainer.worker import TrainerWorker
 
-        init_distributed(rank, world_size, init_method, device=cfg.device)
-        if kind == "critic":
-            self.worker = CriticWorker(cfg, value_clip)
-        else:
-            self.worker = TrainerWorker(cfg, frozen=kind == "reference")
+        try:
+            store = self.store
+            if store is None and self.world_size > 1:
+                if rendezvous is None:
+                    raise ValueError(
+                        f"rank {self.rank} of {self.world_size} needs rank 0's rendezvous to start"
+                    )
+                store = joining_store(*rendezvous, self.world_size)
+            init_distributed(self.rank, self.world_size, device=self.cfg.device, store=store)
+            if self.kind == "critic":
+                self._worker = CriticWorker(self.cfg, self.value_clip)
+            else:
+                self._worker = TrainerWorker(self.cfg, frozen=self.kind == "reference")
+        except BaseException as e:
+            self._start_error = e
+            raise
+
+    @property
+    def worker(self) -> Any:
+        if self._worker is None:
+            why = f": {self._start_error!r}" if self._start_error else " (start() was not called)"
+            raise RuntimeError(f"{self.kind} rank {self.rank} did not start{why}")
+        return self._worker
+
+    def ready(self) -> None:
+        """Returns once this rank has started (its weights in memory); raises what stopped it."""
+        self.worker  # noqa: B018 -- the property raises for a rank that did not start
 
     def compute_logprobs(self, batch: Batch):
         return self.worker.compute_logprobs(batch)
@@ -102,25 +141,26 @@ def make_trainer_ranks(
     num_gpus: float = 0,
     num_cpus: float = 1,
     per_rank: list[dict[str, Any]] | None = None,
-    init_method: str | None = None,
     **options: Any,
 ) -> list[Any]:
     """Start `world_size` TrainerActor ranks of `kind` (one of KINDS; `value_clip`: the critic's). Extra
     `options` go to `.options()` (e.g. a runtime_env); `per_rank[r]` adds rank r's own (e.g. its
-    placement-group bundle). `init_method`: where rank 0 listens;
-    default a free port on the driver's node, which suits one machine (orchestrator.placement.rendezvous
-    gives one on rank 0's node)."""
+    placement-group bundle). Several ranks meet at rank 0, wherever it runs: this waits for rank 0's process
+    to listen, not for any rank to load its model (`ready` does; every later call queues behind it)."""
     import ray
 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if per_rank is not None and len(per_rank) != world_size:
         raise ValueError(f"per_rank has {len(per_rank)} entries for {world_size} ranks")
-    init_method = init_method or f"tcp://{node_address()}:{free_port()}"
     cls = ray.remote(TrainerActor)
-    return [
+    ranks = [
         cls.options(
             num_cpus=num_cpus, num_gpus=num_gpus, **options, **(per_rank[rank] if per_rank else {})
-        ).remote(cfg, rank, world_size, init_method, kind, value_clip)
+        ).remote(cfg, rank, world_size, kind, value_clip)
         for rank in range(world_size)
     ]
+    rendezvous = ray.get(ranks[0].rendezvous.remote()) if world_size > 1 else None
+    for rank in ranks:
+        rank.start.remote(rendezvous)
+    return ranks

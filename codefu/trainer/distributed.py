@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import os
-import random
-import socket
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -15,36 +12,20 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
-# A rendezvous port is picked here and bound later by rank 0's TCPStore: in between, any process may take
-# it. Ports the kernel gives to outgoing connections (ip_local_port_range, 32768-60999 by default) are
-# taken all the time on a Ray node (a slow-tier run met EADDRINUSE on one), and Ray's workers listen on
-# 10002-19999 by default: the pick comes from between the two.
-RENDEZVOUS_PORTS = range(20000, 32768)
+
+def listening_store(world_size: int, timeout_s: float = 1800.0) -> dist.TCPStore:
+    """The rendezvous of a process group's rank 0: a TCPStore listening on every interface on a port the
+    kernel picks as it binds, so no other process can take the port between a pick and a bind (a port
+    picked free and bound later once met EADDRINUSE on a busy Ray node). The other ranks join it at its
+    `.port` on rank 0's address (`joining_store`); it returns at once, before they do."""
+    return dist.TCPStore(
+        "0.0.0.0", 0, world_size, is_master=True, timeout=timedelta(seconds=timeout_s), wait_for_workers=False
+    )
 
 
-def free_port() -> int:
-    """A TCP port free now on 127.0.0.1 (for a process group's rendezvous), outside the kernel's range for
-    outgoing connections and Ray's worker ports when one is free there, else any free port."""
-    low, high = _ephemeral_ports()
-    candidates = [p for p in RENDEZVOUS_PORTS if not low <= p <= high]
-    tries = random.SystemRandom().sample(candidates, min(32, len(candidates)))  # unseeded: per process
-    for port in [*tries, 0]:  # 0: the kernel's pick
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    raise OSError("no free TCP port on 127.0.0.1")
-
-
-def _ephemeral_ports() -> tuple[int, int]:
-    """The kernel's range of ports for outgoing connections (Linux; elsewhere the IANA range)."""
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 49152, 65535
+def joining_store(host: str, port: int, world_size: int, timeout_s: float = 1800.0) -> dist.TCPStore:
+    """A rank's connection to rank 0's `listening_store` at host:port (waits up to timeout_s for it)."""
+    return dist.TCPStore(host, port, world_size, is_master=False, timeout=timedelta(seconds=timeout_s))
 
 
 def init_distributed(
@@ -53,25 +34,30 @@ def init_distributed(
     init_method: str | None = None,
     device: str = "auto",
     timeout_s: float = 1800.0,
+    store: dist.Store | None = None,
 ) -> tuple[int, int]:
     """Initialize the default process group unless it already is; returns (rank, world_size).
 
-    rank / world_size / init_method default to the torchrun environment (RANK, WORLD_SIZE, MASTER_ADDR,
-    MASTER_PORT); without any of it, a single-rank group on a free port of 127.0.0.1. On CUDA the backend is
-    "cpu:gloo,cuda:nccl": NCCL for the GPU collectives, gloo for CPU tensors (CPU offload keeps gradients
-    on the CPU, and the gradient-norm all-reduce then runs there). On CPU it is gloo.
+    The ranks meet through `store` when given (`listening_store` on rank 0, `joining_store` on the others),
+    else at init_method; rank / world_size / init_method default to the torchrun environment (RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without any of it, a single-rank group meets in memory (no
+    port). On CUDA the backend is "cpu:gloo,cuda:nccl": NCCL for the GPU collectives, gloo for CPU tensors
+    (CPU offload keeps gradients on the CPU, and the gradient-norm all-reduce then runs there). On CPU it
+    is gloo.
     """
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     rank = int(os.environ.get("RANK", 0)) if rank is None else rank
     world_size = int(os.environ.get("WORLD_SIZE", 1)) if world_size is None else world_size
-    if init_method is None:
+    if store is None and init_method is None:
         if "MASTER_ADDR" in os.environ:
             init_method = "env://"
         elif world_size == 1:
-            init_method = f"tcp://127.0.0.1:{free_port()}"
+            store = dist.HashStore()
         else:
-            raise ValueError("init_distributed: world_size > 1 needs init_method or MASTER_ADDR/MASTER_PORT")
+            raise ValueError(
+                "init_distributed: world_size > 1 needs a store, init_method or MASTER_ADDR/MASTER_PORT"
+            )
     use_cuda = resolve_device(device).type == "cuda"
     if use_cuda:
         torch.cuda.set_device(resolve_device(device))
@@ -79,6 +65,7 @@ def init_distributed(
     dist.init_process_group(
         backend,
         init_method=init_method,
+        store=store,
         rank=rank,
         world_size=world_size,
         timeout=timedelta(seconds=timeout_s),

@@ -7,13 +7,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 from torch.distributed.tensor import DTensor
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer.critic import CriticWorker
-from codefu.trainer.distributed import free_port
-from helpers.ranks import end_rank, start_rank
+from helpers.ranks import end_rank, spawn_ranks, start_rank
 from helpers.seq_parallel import assert_close, batch, config
 
 
@@ -55,7 +53,7 @@ def one_rank(tmp_path_factory):
 @pytest.mark.slow
 def test_two_ranks_equal_one_rank(one_rank, sp):
     tmp, ref = one_rank
-    mp.spawn(_rank_main, args=(2, free_port(), sp, str(tmp)), nprocs=2, join=True)
+    spawn_ranks(_rank_main, 2, sp, str(tmp))
     got = torch.load(tmp / f"critic_sp{sp}.pt")
     what = f"critic, 2 ranks, sp={sp}"
     assert ref["values"].abs().max() > 0  # the head was trained: a vacuous match proves nothing

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerWorker
-from codefu.trainer.distributed import RankGrid, free_port
+from codefu.trainer.distributed import RankGrid
 from codefu.trainer.sequence_parallel import SeqShard, enable_sequence_parallel, kv_replication
-from helpers.ranks import end_rank, start_rank
+from helpers.ranks import end_rank, spawn_ranks, start_rank
 from helpers.seq_parallel import MODELS, assert_close, config, run
 
 
@@ -62,8 +61,7 @@ def one_rank(tmp_path_factory):
 @pytest.mark.slow
 def test_sequence_parallel_equals_one_rank(one_rank, world_size, sp, model, agg):
     tmp = one_rank.tmp
-    args = (world_size, free_port(), sp, model, agg, str(tmp))
-    mp.spawn(_rank_main, args=args, nprocs=world_size, join=True)
+    spawn_ranks(_rank_main, world_size, sp, model, agg, str(tmp))
     got, ref = torch.load(tmp / f"ws{world_size}_sp{sp}.pt"), one_rank[model, agg]
     what = f"{model}, {agg}, {world_size} ranks, sp={sp}"
     assert_close(got["logprobs"], ref["logprobs"], f"{what}: log-probs", atol=1e-6)

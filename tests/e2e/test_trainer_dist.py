@@ -11,14 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
-from codefu.trainer.distributed import free_port
 from codefu.trainer.packing import plan_micro_batches
 from codefu.trainer.testing import grouped_batch, random_batch
-from helpers.ranks import end_rank, start_rank
+from helpers.ranks import end_rank, spawn_ranks, start_rank
 
 VOCAB = 128
 LEN = 12
@@ -105,7 +103,7 @@ def _rank_main(rank: int, world_size: int, port: int, job: str, tmp: str) -> Non
 
 
 def spawn(job: str, tmp: Path) -> None:
-    mp.spawn(_rank_main, args=(2, free_port(), job, str(tmp)), nprocs=2, join=True)
+    spawn_ranks(_rank_main, 2, job, str(tmp))
 
 
 def assert_same(a: dict, b: dict, what: str) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 pytestmark = [
     pytest.mark.gpu,
@@ -19,7 +18,7 @@ pytestmark = [
 
 from codefu.models.tiny import save_tiny_model  # noqa: E402
 from codefu.trainer import TrainerWorker  # noqa: E402
-from codefu.trainer.distributed import free_port, init_distributed  # noqa: E402
+from helpers.ranks import spawn_ranks, start_rank  # noqa: E402
 from helpers.seq_parallel import MODELS, assert_close, config, run  # noqa: E402
 
 
@@ -30,7 +29,7 @@ def gpu_config(model_dir: Path, sp: int):
 def _rank_main(rank: int, world_size: int, port: int, tmp: str) -> None:
     os.environ["LOCAL_RANK"] = str(rank)  # resolve_device("auto") -> cuda:rank
     torch.backends.cuda.matmul.allow_tf32 = False
-    init_distributed(rank, world_size, f"tcp://127.0.0.1:{port}", device="auto")
+    start_rank(rank, world_size, port, device="auto")
     result = run(TrainerWorker(gpu_config(Path(tmp) / "qwen2", world_size)))
     if rank == 0:
         result["grads"] = {k: g.cpu() for k, g in result["grads"].items()}
@@ -40,7 +39,7 @@ def _rank_main(rank: int, world_size: int, port: int, tmp: str) -> None:
 
 def test_two_gpus_sp2_equal_one_gpu(tmp_path):
     save_tiny_model(tmp_path / "qwen2", seed=0, **MODELS["qwen2"])
-    mp.spawn(_rank_main, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
+    spawn_ranks(_rank_main, 2, str(tmp_path))
     got = torch.load(tmp_path / "gpu_sp2.pt")
     torch.backends.cuda.matmul.allow_tf32 = False
     ref = run(TrainerWorker(gpu_config(tmp_path / "qwen2", 1)))  # 1 rank in this process, cuda:0

@@ -1,11 +1,20 @@
 """The start and end of a rank spawned by a multi-rank test (torch.multiprocessing.spawn, gloo or NCCL)."""
 
 import faulthandler
+from typing import Any
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 
-from codefu.trainer.distributed import init_distributed
+from codefu.trainer.distributed import init_distributed, joining_store, listening_store
+
+
+def spawn_ranks(rank_main: Any, world_size: int, *args: Any) -> None:
+    """rank_main(rank, world_size, port, *args) in world_size processes, which meet (`start_rank`) at a
+    store this process listens on for the spawn: its port is bound before any rank starts."""
+    store = listening_store(world_size)
+    mp.spawn(rank_main, args=(world_size, store.port, *args), nprocs=world_size, join=True)
 
 
 def start_rank(rank: int, world_size: int, port: int, device: str = "cpu") -> None:
@@ -13,7 +22,7 @@ def start_rank(rank: int, world_size: int, port: int, device: str = "cpu") -> No
     # of its Python threads was
     faulthandler.enable()
     torch.set_num_threads(1)
-    init_distributed(rank, world_size, f"tcp://127.0.0.1:{port}", device=device)
+    init_distributed(rank, world_size, device=device, store=joining_store("127.0.0.1", port, world_size))
 
 
 def end_rank() -> None:
