@@ -40,10 +40,10 @@ def init_distributed(
 
     The ranks meet through `store` when given (`listening_store` on rank 0, `joining_store` on the others),
     else at init_method; rank / world_size / init_method default to the torchrun environment (RANK,
-    WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without any of it, a single-rank group meets in memory (no
-    port). On CUDA the backend is "cpu:gloo,cuda:nccl": NCCL for the GPU collectives, gloo for CPU tensors
-    (CPU offload keeps gradients on the CPU, and the gradient-norm all-reduce then runs there). On CPU it
-    is gloo.
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without any of it, a single rank listens on its own store. On
+    CUDA the backend is "cpu:gloo,cuda:nccl": NCCL for the GPU collectives, gloo for CPU tensors (CPU
+    offload keeps gradients on the CPU, and the gradient-norm all-reduce then runs there). On CPU it is
+    gloo.
     """
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
@@ -53,7 +53,7 @@ def init_distributed(
         if "MASTER_ADDR" in os.environ:
             init_method = "env://"
         elif world_size == 1:
-            store = dist.HashStore()
+            store = listening_store(1, timeout_s)  # rank 0's rendezvous, as with several ranks
         else:
             raise ValueError(
                 "init_distributed: world_size > 1 needs a store, init_method or MASTER_ADDR/MASTER_PORT"
