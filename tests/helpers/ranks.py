@@ -1,6 +1,8 @@
 """The start and end of a rank spawned by a multi-rank test (torch.multiprocessing.spawn, gloo or NCCL)."""
 
 import faulthandler
+import os
+import sys
 from typing import Any
 
 import torch
@@ -27,6 +29,12 @@ def start_rank(rank: int, world_size: int, port: int, device: str = "cpu") -> No
 
 def end_rank() -> None:
     """Every rank done with its groups (rank 0's results written) before any rank closes its own: a rank
-    that tears down gloo pairs a peer still holds can abort in gloo's threads."""
+    that tears down gloo pairs a peer still holds can abort in gloo's threads. Then the process leaves
+    without the interpreter's teardown: twice (2026-12-03, 2026-12-04) a rank whose work was done died
+    there with SIGABRT ("terminate called without an active exception", no Python frame left), which
+    spawn reports as the test's failure."""
     dist.barrier()
     dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
