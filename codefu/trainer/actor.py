@@ -35,27 +35,26 @@ class TrainerActor:
     ):
         self.cfg, self.rank, self.world_size = cfg, rank, world_size
         self.kind, self.value_clip = kind, value_clip
-        # rank 0 listens at once, on a port the kernel picks as it binds: no other process can take it
-        self.store = listening_store(world_size) if rank == 0 and world_size > 1 else None
+        # rank 0 listens at once, on a port the kernel picks as it binds: no other process can take it (a
+        # single rank too: a MASTER_PORT inherited from a launcher would be one port for every role)
+        self.store = listening_store(world_size) if rank == 0 else None
         self._worker: Any = None
         self._start_error: BaseException | None = None
 
     def rendezvous(self) -> tuple[str, int]:
         """Rank 0's address and port, for the other ranks' `start`."""
         if self.store is None:
-            raise RuntimeError(
-                f"rendezvous() on rank {self.rank} of {self.world_size}: only rank 0 of several has one"
-            )
+            raise RuntimeError(f"rendezvous() on rank {self.rank}: only rank 0 has one")
         return node_address(), self.store.port
 
     def start(self, rendezvous: tuple[str, int] | None = None) -> None:
         """Join the process group (rank 0's `rendezvous`, None for a single rank) and build the worker."""
-        from codefu.trainer.critic import CriticWorker
-        from codefu.trainer.worker import TrainerWorker
-
         try:
+            from codefu.trainer.critic import CriticWorker
+            from codefu.trainer.worker import TrainerWorker
+
             store = self.store
-            if store is None and self.world_size > 1:
+            if store is None:
                 if rendezvous is None:
                     raise ValueError(
                         f"rank {self.rank} of {self.world_size} needs rank 0's rendezvous to start"
@@ -74,7 +73,7 @@ class TrainerActor:
     def worker(self) -> Any:
         if self._worker is None:
             why = f": {self._start_error!r}" if self._start_error else " (start() was not called)"
-            raise RuntimeError(f"{self.kind} rank {self.rank} did not start{why}")
+            raise RuntimeError(f"{self.kind} rank {self.rank} did not start{why}") from self._start_error
         return self._worker
 
     def ready(self) -> None:

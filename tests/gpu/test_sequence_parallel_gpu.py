@@ -18,7 +18,7 @@ pytestmark = [
 
 from codefu.models.tiny import save_tiny_model  # noqa: E402
 from codefu.trainer import TrainerWorker  # noqa: E402
-from helpers.ranks import spawn_ranks, start_rank  # noqa: E402
+from helpers.ranks import end_rank, spawn_ranks, start_rank  # noqa: E402
 from helpers.seq_parallel import MODELS, assert_close, config, run  # noqa: E402
 
 
@@ -34,7 +34,7 @@ def _rank_main(rank: int, world_size: int, port: int, tmp: str) -> None:
     if rank == 0:
         result["grads"] = {k: g.cpu() for k, g in result["grads"].items()}
         torch.save(result, Path(tmp) / "gpu_sp2.pt")
-    torch.distributed.destroy_process_group()
+    end_rank()
 
 
 def test_two_gpus_sp2_equal_one_gpu(tmp_path):
