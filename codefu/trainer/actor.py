@@ -53,13 +53,9 @@ class TrainerActor:
             from codefu.trainer.critic import CriticWorker
             from codefu.trainer.worker import TrainerWorker
 
-            store = self.store
-            if store is None:
-                if rendezvous is None:
-                    raise ValueError(
-                        f"rank {self.rank} of {self.world_size} needs rank 0's rendezvous to start"
-                    )
-                store = joining_store(*rendezvous, self.world_size)
+            if self.store is None and rendezvous is None:
+                raise ValueError(f"rank {self.rank} of {self.world_size} needs rank 0's rendezvous to start")
+            store = self.store if self.store is not None else joining_store(*rendezvous, self.world_size)
             init_distributed(self.rank, self.world_size, device=self.cfg.device, store=store)
             if self.kind == "critic":
                 self._worker = CriticWorker(self.cfg, self.value_clip)
