@@ -112,8 +112,8 @@ def main() -> int:
             t1 = time.perf_counter()
             memory = dict(roles.memory_metrics)  # the generation phase's: offload, KV cache
             trained = loop.update_step(cfg, roles, sampled, timer, step)
-            # the update alone (train_s less it: the reference pass), the weights' moves, memory
-            moves = ("timing/update", "timing/reload", "timing/reference", "memory/")
+            # the update alone (train_s less it: the reference pass), its recompiles, weight moves, memory
+            moves = ("timing/update", "compile/", "timing/reload", "timing/reference", "memory/")
             memory |= {k: v for k, v in trained.items() if k.startswith(moves)}
             walls = {"sample_step_s": t1 - t0, "update_step_s": time.perf_counter() - t1}
             record = step_record(timer.metrics() | walls, sampled) | memory

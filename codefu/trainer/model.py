@@ -252,6 +252,12 @@ def shard_model(model: nn.Module, cfg: TrainerConfig, device: torch.device) -> n
     kwargs: dict[str, Any] = {"mesh": make_mesh(device), "mp_policy": mp}
     if cfg.cpu_offload:
         kwargs["offload_policy"] = CPUOffloadPolicy(pin_memory=device.type == "cuda")
+    if cfg.compile and hasattr(torch._dynamo.config, "skip_fwd_side_effects_in_bwd_under_checkpoint"):
+        # newer transformers checkpoint a layer's `forward`, inside its compiled call: dynamo then breaks
+        # the graph at a side effect (the output collector's variable) and the checkpointed layers train
+        # eagerly. The recompute need not replay that side effect (nothing is collected in training);
+        # torchtitan sets the same.
+        torch._dynamo.config.skip_fwd_side_effects_in_bwd_under_checkpoint = True
     for layer in decoder_layers(model.lm):
         if cfg.compile:
             layer.compile()

@@ -66,6 +66,13 @@ def lr_lambda(cfg: TrainerConfig):
     return f
 
 
+def compiled_graphs() -> int:
+    """How many graphs torch.compile has made in this process so far (dynamo's own count)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
 class TrainerWorker:
     """One rank. Verbs: compute_logprobs, update, state_dict_for_sync, save, load, export_hf.
 
@@ -221,6 +228,7 @@ class TrainerWorker:
         self._check_update_batch(batch)
         self.reload_optimizer()
         t0 = time.perf_counter()
+        graphs_before = compiled_graphs()
         retries_before = 0
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
@@ -245,6 +253,9 @@ class TrainerWorker:
         metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
         metrics[f"{self.OPTIM_METRICS}/steps"] = float(self.step)
         metrics["timing/update_s"] = time.perf_counter() - t0
+        # graphs torch.compile made during this update: past the first steps, each one is a recompile
+        # (a new shape or a failed guard) that cost seconds of this update's time
+        metrics["compile/update_graphs"] = float(compiled_graphs() - graphs_before)
         if self.device.type == "cuda":  # the room left for uncheckpointed_layers and larger micro-batches
             metrics["memory/update_peak_gb"] = torch.cuda.max_memory_allocated(self.device) / 2**30
             # reserved beyond the peak: the allocator's cached blocks (fragmentation) no one else can use

@@ -223,6 +223,28 @@ def test_gradient_checkpointing_gives_the_same_update(tiny_dir):
         torch.testing.assert_close(out[0][k], out[1][k], atol=1e-6, rtol=1e-5)
 
 
+def test_compiled_checkpointed_layers_train_compiled_and_give_the_same_update(tiny_dir):
+    """Newer transformers checkpoint a layer's forward inside its compiled call; without
+    skip_fwd_side_effects_in_bwd_under_checkpoint dynamo broke the graph there and the layers trained eagerly."""
+    from torch._dynamo.utils import counters
+
+    batch = random_batch(4, 12, VOCAB, prompt_len=3, seed=4)
+    eager = make_worker(tiny_dir, gradient_checkpointing=True)
+    compiled = make_worker(tiny_dir, gradient_checkpointing=True, compile=True)
+    breaks = sum(counters["graph_break"].values())
+    updates = []
+    for w in (eager, compiled):
+        with_old_logprobs(w, batch)
+        updates.append(w.update(batch))
+    assert sum(counters["graph_break"].values()) == breaks, dict(counters["graph_break"])
+    assert updates[0]["compile/update_graphs"] == 0
+    assert updates[1]["compile/update_graphs"] >= 1  # the training pass, recompute included, compiled
+    for k, v in params(eager).items():
+        torch.testing.assert_close(params(compiled)[k], v, atol=1e-5, rtol=1e-4)
+    with_old_logprobs(compiled, batch)
+    assert compiled.update(batch)["compile/update_graphs"] == 0  # same shapes: no recompile
+
+
 def test_forward_only_passes_take_their_own_budget(tiny_dir):
     batch = random_batch(6, 20, VOCAB, prompt_len=5, min_len=8, seed=2)
     small = make_worker(tiny_dir, micro_batch_tokens=40)
