@@ -7,7 +7,8 @@
 #   bench/gpu_step.sh watch RUN_DIR SECONDS [OUT]                  # wait up to SECONDS; copy results to OUT
 #
 # ARCH: qwen2.5-1.5b or qwen2.5-7b (a random-init model, made once in /tmp/random-ARCH);
-# CAPS (default "4096 8192"), STEPS (2) and WARMUP (2) from the environment; DATA: codefu-easy's
+# CAPS (default "4096 8192"), STEPS (2) and WARMUP (2) from the environment (PROFILE_STEP=N: bench/loop.py's
+# --profile-step, its tables copied out by watch); DATA: codefu-easy's
 # train.parquet (default .gpudata/codefu-easy/train.parquet, a folder to carry). Ray processes left on the
 # GPU by an earlier run that was killed are ended first.
 set -euo pipefail
@@ -32,7 +33,8 @@ export PYTHONUNBUFFERED=1
 [ -e /tmp/random-$arch/config.json ] || python3 bench/make_random_model.py /tmp/random-$arch $arch || exit
 for cap in ${CAPS:-4096 8192}; do
   python3 bench/loop.py --model /tmp/random-$arch --config $config --max-new-tokens \$cap \\
-    --steps ${STEPS:-2} --warmup ${WARMUP:-2} --out $run_dir/loop-\$cap.json data.train=$data $* \\
+    --steps ${STEPS:-2} --warmup ${WARMUP:-2} ${PROFILE_STEP:+--profile-step $PROFILE_STEP} \\
+    --out $run_dir/loop-\$cap.json data.train=$data $* \\
     >$run_dir/loop-\$cap.log 2>&1 || exit
 done
 JOB
@@ -53,6 +55,9 @@ watch)
   if [ -n "$out" ]; then
     mkdir -p "$out"
     cp "$run_dir"/loop-* "$run_dir"/job.* "$out"/ 2>/dev/null || true
+    for table in "$run_dir"/loop-*-profile/*.txt; do  # flat: only two folders down come back from a call
+      [ -e "$table" ] && cp "$table" "$out/$(basename "$(dirname "$table")")-$(basename "$table")"
+    done
   fi
   [ -e "$run_dir/job.rc" ] && echo "finished, rc $(cat "$run_dir/job.rc")" || echo "running"
   ;;

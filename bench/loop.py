@@ -72,6 +72,11 @@ def main() -> int:
     p.add_argument("--language", default="cpp", help="--programs: the solutions of this language")
     p.add_argument("--no-parts", action="store_true", help="whole steps only, no parts alone after them")
     p.add_argument("--out", help="write the results here (JSON)")
+    p.add_argument("--profile-step", type=int, metavar="N",
+                   help="torch.profiler tables of step N's update and forward-only passes (counted from 0, "
+                   "warm-up steps included) in OUT-profile/ (OUT: --out less .json): ROLE_KIND_N_rank0.txt. "
+                   "It slows the step it watches: pick a warm-up step after the first (--warmup 2 "
+                   "--profile-step 1)")
     p.add_argument("overrides", nargs="*", help="config key=value, after the ones this script sets")
     args = p.parse_args()
 
@@ -86,6 +91,9 @@ def main() -> int:
         f"rollout.stop_token_ids={json.dumps(stops)}", "algo.dynamic_sampling=false", "data.val=null",
         "judge.sandbox.kind=none", "loop.val_every=0", "loop.save_every=0", *args.overrides,
     ]
+    if args.profile_step is not None:
+        profile_dir = Path(f"{Path(args.out).with_suffix('')}-profile" if args.out else "profile").resolve()
+        overrides += [f"trainer.profile_dir={profile_dir}", f"trainer.profile_calls=[{args.profile_step}]"]
     cfg = load_config(RunConfig, args.config, overrides)
     train_problems, _ = load_splits(cfg)
     tokenizer = load_tokenizer(cfg)

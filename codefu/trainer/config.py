@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from codefu.algo.grpo import AGG_MODES, KL_KINDS
 from codefu.algo.loss import POLICY_LOSSES
@@ -139,6 +139,15 @@ class TrainerConfig:
     keep_last: int = 3
     """Checkpoints kept by `save` (older step_* directories are deleted); <= 0 keeps all."""
 
+    # --- diagnostics -----------------------------------------------------------------------------------
+    profile_dir: str | None = None
+    """Where torch.profiler's tables of the `profile_calls` go: one text file per call and rank
+    (ROLE_KIND_INDEX_rankR.txt, e.g. policy_update_2_rank0.txt), the operators and kernels by their time."""
+    profile_calls: list[int] = field(default_factory=list)
+    """Which calls to profile, counted from 0 in each trainer process and kind: a policy's updates and
+    forward-only passes, the reference's passes (one of each a step, so in a run from step 0 the index
+    is the step's)."""
+
     def __post_init__(self) -> None:
         self.betas = tuple(self.betas)  # YAML gives a list
         checks = [
@@ -152,6 +161,8 @@ class TrainerConfig:
             (self.mini_batch_size >= 0, "mini_batch_size must be >= 0"),
             (self.micro_batch_tokens >= 1, "micro_batch_tokens must be >= 1"),
             (self.forward_micro_batch_tokens >= 0, "forward_micro_batch_tokens must be >= 0"),
+            (not self.profile_calls or bool(self.profile_dir), "profile_calls needs profile_dir"),
+            (all(i >= 0 for i in self.profile_calls), "profile_calls must be >= 0"),
             (self.warmup_steps >= 0, "warmup_steps must be >= 0"),
             (self.schedule != "cosine" or self.total_steps > 0, "schedule='cosine' needs total_steps > 0"),
             (self.temperature > 0, "temperature must be > 0"),

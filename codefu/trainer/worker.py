@@ -43,6 +43,7 @@ from codefu.trainer.packing import (
     prefix_groups,
     rows_of,
 )
+from codefu.trainer.profiling import CallProfiler
 from codefu.trainer.sequence_parallel import SeqShard, token_window
 
 # a micro-batch: batch rows (packing padded) or prefix groups (packing shared_prefix)
@@ -110,6 +111,8 @@ class TrainerWorker:
             model, cfg, self.device, frozen=frozen, shard=self.shard, value_head=self.VALUE_HEAD
         )
         self.step = 0  # optimizer steps taken
+        role = "reference" if frozen else "critic" if self.VALUE_HEAD else "policy"
+        self.profiler = CallProfiler(cfg.profile_dir, cfg.profile_calls, role, self.rank, self.device)
         self._shared: PackedWeights | None = None  # weights lent to a colocated engine (share_weights)
         self._offloaded = False  # AdamW's state is in CPU memory (offload_optimizer)
         # a frozen model's weights: their storages and the CPU copy they come back from (offload_weights)
@@ -207,11 +210,12 @@ class TrainerWorker:
         # no activations are kept for a backward: forward-only passes may take bigger micro-batches
         budget = self.cfg.forward_micro_batch_tokens
         mine, n_micro = self._my_micro_batches(batch, rows, lengths, budget)
-        for i in range(n_micro):
-            mb, layout, mb_rows = self._select(batch, mine[i] if i < len(mine) else None, lengths, 0)
-            lp, _, (lo, hi) = self._forward(mb, False, layout)
-            if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
-                out[mb_rows, lo:hi] = lp * token_window(mb.response_mask, lo, hi).to(lp.dtype)
+        with self.profiler.call("forward"):
+            for i in range(n_micro):
+                mb, layout, mb_rows = self._select(batch, mine[i] if i < len(mine) else None, lengths, 0)
+                lp, _, (lo, hi) = self._forward(mb, False, layout)
+                if i < len(mine):  # an extra pass only keeps FSDP's collectives in step with other ranks
+                    out[mb_rows, lo:hi] = lp * token_window(mb.response_mask, lo, hi).to(lp.dtype)
         self.model.reshard()  # the root stays gathered after a no-grad forward; free it (and never go stale)
         self._give_back_cached_memory()
         # dp groups hold different rows, sp ranks different columns: the sum assembles the whole batch
@@ -240,16 +244,17 @@ class TrainerWorker:
         totals: dict[str, float] = defaultdict(float)
         maxima: dict[str, float] = defaultdict(float)
         n_steps = 0
-        for epoch in range(self.cfg.ppo_epochs):
-            order = self._order(batch, lengths, epoch)
-            for s in range(0, B, mbs):
-                stats = self._train_mini_batch(batch, order[s : s + mbs], lengths)
-                for k, v in stats.items():
-                    if k.endswith("_max"):
-                        maxima[k] = max(maxima[k], v)
-                    else:
-                        totals[k] += v
-                n_steps += 1
+        with self.profiler.call("update"):
+            for epoch in range(self.cfg.ppo_epochs):
+                order = self._order(batch, lengths, epoch)
+                for s in range(0, B, mbs):
+                    stats = self._train_mini_batch(batch, order[s : s + mbs], lengths)
+                    for k, v in stats.items():
+                        if k.endswith("_max"):
+                            maxima[k] = max(maxima[k], v)
+                        else:
+                            totals[k] += v
+                    n_steps += 1
         metrics = {k: v / n_steps for k, v in totals.items()} | dict(maxima)
         metrics[f"{self.OPTIM_METRICS}/steps"] = float(self.step)
         metrics["timing/update_s"] = time.perf_counter() - t0

@@ -248,6 +248,24 @@ def test_compiled_checkpointed_layers_train_compiled_and_give_the_same_update(ti
     assert compiled.update(batch)["compile/update_graphs"] == 0  # same shapes: no recompile
 
 
+def test_chosen_calls_are_profiled_per_kind(tiny_dir, tmp_path):
+    batch = random_batch(4, 12, VOCAB, prompt_len=3, seed=4)
+    w = make_worker(tiny_dir, profile_dir=str(tmp_path), profile_calls=[1])
+    for _ in range(2):
+        with_old_logprobs(w, batch)  # one forward-only pass
+        w.update(batch)
+    TrainerWorker(w.cfg, frozen=True).compute_logprobs(batch)  # the reference's call 0: not profiled
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["policy_forward_1_rank0.txt", "policy_update_1_rank0.txt"]
+    for name in ("policy_forward_1_rank0.txt", "policy_update_1_rank0.txt"):
+        text = (tmp_path / name).read_text()
+        assert text.startswith("wall ") and "aten::" in text, text[:500]
+    assert "autograd" in (tmp_path / "policy_update_1_rank0.txt").read_text().lower()  # the backward is in
+    with pytest.raises(ValueError, match="profile_calls needs profile_dir"):
+        TrainerConfig(profile_calls=[0])
+    with pytest.raises(ValueError, match="profile_calls must be >= 0"):
+        TrainerConfig(profile_dir=str(tmp_path), profile_calls=[-1])
+
+
 def test_forward_only_passes_take_their_own_budget(tiny_dir):
     batch = random_batch(6, 20, VOCAB, prompt_len=5, min_len=8, seed=2)
     small = make_worker(tiny_dir, micro_batch_tokens=40)

@@ -1,0 +1,60 @@
+"""torch.profiler around chosen trainer calls (`trainer.profile_dir`, `trainer.profile_calls`): where an
+update's or a forward-only pass's time goes, as a table of operators and kernels per call and rank."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+#: rows of the operator table: the kernels and operators that take the most time
+TABLE_ROWS = 40
+
+
+class CallProfiler:
+    """Counts the calls of each kind ("update", "forward") from 0 and profiles those in `calls`."""
+
+    def __init__(self, out_dir: str | None, calls: list[int], prefix: str, rank: int, device: torch.device):
+        self.out_dir = Path(out_dir) if out_dir else None
+        self.calls = set(calls)
+        self.prefix = prefix
+        self.rank = rank
+        self.device = device
+        self.counts: dict[str, int] = defaultdict(int)
+
+    @contextmanager
+    def call(self, kind: str) -> Iterator[None]:
+        index = self.counts[kind]
+        self.counts[kind] += 1
+        if self.out_dir is None or index not in self.calls:
+            yield
+            return
+        cuda = self.device.type == "cuda"
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+        t0 = time.perf_counter()
+        with profile(activities=activities) as prof:
+            yield
+            if cuda:  # the call's last kernels inside the window
+                torch.cuda.synchronize(self.device)
+        wall = time.perf_counter() - t0
+        path = self.out_dir / f"{self.prefix}_{kind}_{index}_rank{self.rank}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(profile_table(prof, wall, cuda))
+
+
+def profile_table(prof: profile, wall_s: float, cuda: bool) -> str:
+    """A header (wall time; on CUDA, the time some kernel ran: the rest is the GPU waiting for the host)
+    and the operators by their own time on the device (CUDA) or the host (CPU)."""
+    events = prof.key_averages()
+    lines = [f"wall {wall_s:.3f} s"]
+    if cuda:
+        busy_us = sum(e.self_device_time_total for e in events)
+        lines.append(f"device busy {busy_us / 1e6:.3f} s ({busy_us / 1e6 / max(wall_s, 1e-9):.1%} of wall)")
+    sort_by = "self_device_time_total" if cuda else "self_cpu_time_total"
+    lines.append(events.table(sort_by=sort_by, row_limit=TABLE_ROWS))
+    return "\n".join(lines) + "\n"
