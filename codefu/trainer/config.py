@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from codefu.algo.grpo import AGG_MODES, KL_KINDS
 from codefu.algo.loss import POLICY_LOSSES
@@ -150,6 +151,8 @@ class TrainerConfig:
 
     def __post_init__(self) -> None:
         self.betas = tuple(self.betas)  # YAML gives a list
+        if self.profile_dir:  # the trainer's processes may not start in the driver's folder (Ray's workers)
+            self.profile_dir = str(Path(self.profile_dir).resolve())
         checks = [
             (self.dtype in DTYPES, f"dtype must be one of {DTYPES}"),
             (self.master_dtype in DTYPES[1:], f"master_dtype must be one of {DTYPES[1:]}"),

@@ -4,6 +4,8 @@ One rank still goes through FSDP2 (a single-rank gloo group in this process), so
 code path as N ranks; tests/e2e/test_trainer_dist.py compares against 2 ranks.
 """
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -260,6 +262,7 @@ def test_chosen_calls_are_profiled_per_kind(tiny_dir, tmp_path):
         text = (tmp_path / name).read_text()
         assert text.startswith("wall ") and "aten::" in text, text[:500]
     assert "autograd" in (tmp_path / "policy_update_1_rank0.txt").read_text().lower()  # the backward is in
+    assert TrainerConfig(profile_dir="prof").profile_dir == str(Path.cwd() / "prof")  # for Ray's workers too
     with pytest.raises(ValueError, match="profile_calls needs profile_dir"):
         TrainerConfig(profile_calls=[0])
     with pytest.raises(ValueError, match="profile_calls must be >= 0"):
