@@ -92,7 +92,8 @@ def main() -> int:
         "judge.sandbox.kind=none", "loop.val_every=0", "loop.save_every=0", *args.overrides,
     ]
     if args.profile_step is not None:
-        profile_dir = Path(f"{Path(args.out).with_suffix('')}-profile" if args.out else "profile").resolve()
+        # relative is fine: TrainerConfig makes it absolute for the trainer's processes
+        profile_dir = f"{Path(args.out).with_suffix('')}-profile" if args.out else "profile"
         overrides += [f"trainer.profile_dir={profile_dir}", f"trainer.profile_calls=[{args.profile_step}]"]
     cfg = load_config(RunConfig, args.config, overrides)
     train_problems, _ = load_splits(cfg)

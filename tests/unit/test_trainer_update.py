@@ -28,9 +28,9 @@ def tiny_dir(tmp_path_factory):
 def make_worker(model_dir, **overrides) -> TrainerWorker:
     # adam_eps 1e-5, not 1e-8: AdamW's first step is lr * g / (|g| + eps), which turns float noise in a
     # gradient entry near 0 (1e-10 from a different summation order) into a visible step when eps is tiny
-    # on the CPU on a GPU machine too: the plain-PyTorch references here run on the CPU, in fp32 (on CUDA,
-    # TF32 matmuls put the trainer's numbers outside these tolerances)
     base = dict(
+        # on a GPU machine too: the plain-PyTorch references here run on the CPU in fp32 (on CUDA, TF32
+        # matmuls put the trainer's numbers outside these tolerances)
         device="cpu",
         model=str(model_dir),
         lr=1e-3,
