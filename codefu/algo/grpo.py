@@ -13,7 +13,7 @@ even when the loss there is NaN or inf.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -413,3 +413,108 @@ def masked_entropy_mean(
 ) -> Tensor:
     """Mean entropy over the positions where `mask` (B, T) is nonzero; 0-dim fp32 tensor, 0 when empty."""
     return masked_mean(entropy_from_logits(logits, mask, chunk_size, temperature), mask)
+
+
+# ----------------------------------------------------------------------------------------------------
+# the lm_head and the log-probs in one step: the trainer's head
+
+
+def _head_stats(logits: Tensor, token_ids: Tensor, temperature: float, with_entropy: bool):
+    """(log-probs, logsumexp, entropy or None) of logits (n, V) / temperature at token_ids (n,), fp32."""
+    z = logits.to(_compute_dtype(logits.dtype))
+    if temperature != 1.0:
+        z = z / temperature
+    lse = torch.logsumexp(z, dim=-1)
+    lp = z.gather(-1, token_ids.unsqueeze(-1)).squeeze(-1) - lse
+    if not with_entropy:
+        return lp, lse, None
+    p = torch.exp(z - lse.unsqueeze(-1))
+    # a -inf logit has p = 0: counted as 0, not as 0 * -inf
+    return lp, lse, lse - (p * z.clamp_min(torch.finfo(z.dtype).min)).sum(-1)
+
+
+def _head_logits_grad(
+    logits: Tensor, token_ids: Tensor, lse: Tensor, grad_lp: Tensor, temperature: float
+) -> Tensor:
+    """d(sum grad_lp * lp) / d logits = grad_lp * (onehot(token_ids) - softmax(z)) / temperature, (n, V) in
+    the logits' dtype."""
+    z = logits.to(lse.dtype)
+    if temperature != 1.0:
+        z = z / temperature
+    g = grad_lp.unsqueeze(-1) / temperature
+    onehot = torch.arange(z.shape[-1], device=z.device) == token_ids.unsqueeze(-1)
+    return (g * (onehot.to(z.dtype) - torch.exp(z - lse.unsqueeze(-1)))).to(logits.dtype)
+
+
+_COMPILED: dict[str, Callable[..., Any]] = {}
+
+
+def _kernel(name: str, compiled: bool) -> Callable[..., Any]:
+    """`_head_stats` or `_head_logits_grad`, compiled by torch.compile once per process when asked: the
+    compiled versions read the (n, V) logits once or twice instead of writing and reading fp32 copies."""
+    fn = {"stats": _head_stats, "grad": _head_logits_grad}[name]
+    if not compiled:
+        return fn
+    if name not in _COMPILED:
+        _COMPILED[name] = torch.compile(fn, dynamic=True)
+    return _COMPILED[name]
+
+
+class _LinearTokenLogprobs(torch.autograd.Function):
+    """lp = log softmax((hidden @ weight.T + bias) / temperature)[token_ids], keeping only hidden and the
+    logsumexp for backward (the logits are computed again there): the memory of a checkpointed head
+    without recomputing its softmax twice."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, token_ids, temperature, with_entropy, compiled):
+        logits = torch.nn.functional.linear(hidden, weight, bias)
+        lp, lse, ent = _kernel("stats", compiled)(logits, token_ids, temperature, with_entropy)
+        ctx.save_for_backward(hidden, weight, bias, token_ids, lse)
+        ctx.temperature, ctx.compiled = temperature, compiled
+        if ent is None:
+            ent = torch.zeros_like(lp)
+        ctx.mark_non_differentiable(ent)
+        return lp, ent
+
+    @staticmethod
+    def backward(ctx, grad_lp, _grad_ent):
+        hidden, weight, bias, token_ids, lse = ctx.saved_tensors
+        logits = torch.nn.functional.linear(hidden, weight, bias)
+        grad = _kernel("grad", ctx.compiled)(logits, token_ids, lse, grad_lp, ctx.temperature)
+        del logits
+        grad_hidden = grad @ weight if ctx.needs_input_grad[0] else None
+        grad_weight = grad.t() @ hidden if ctx.needs_input_grad[1] else None
+        grad_bias = grad.sum(0) if bias is not None and ctx.needs_input_grad[2] else None
+        return grad_hidden, grad_weight, grad_bias, None, None, None, None
+
+
+def linear_token_logprobs(
+    hidden: Tensor,
+    weight: Tensor,
+    bias: Tensor | None,
+    token_ids: Tensor,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    compiled: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """Log-probs of token_ids under the linear head: log softmax((hidden @ weight.T + bias) / temperature),
+    differentiable with respect to hidden, weight and bias, and the entropy of the same distribution as a
+    metric (not differentiable; zeros unless `with_entropy`; an entropy bonus needs `entropy_from_logits`).
+
+    Backward computes the logits again from the saved hidden states, as a checkpointed head would, but
+    its softmax only once. `compiled` runs the softmax work through torch.compile (on GPU: the logits
+    are read, not copied to fp32).
+
+    Args:
+        hidden: (n, H) in the head's dtype; weight: (V, H); bias: (V,) or None; token_ids: (n,).
+
+    Returns:
+        (log-probs, entropy), each (n,) fp32 (fp64 for fp64 inputs).
+    """
+    if token_ids.shape != hidden.shape[:-1] or hidden.dim() != 2:
+        raise ValueError(
+            f"hidden {tuple(hidden.shape)} must be (n, H) and token_ids {tuple(token_ids.shape)} (n,)"
+        )
+    return _LinearTokenLogprobs.apply(
+        hidden, weight, bias, token_ids.long(), temperature, with_entropy, compiled
+    )

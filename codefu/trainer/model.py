@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 from torch.utils.checkpoint import checkpoint
 
-from codefu.algo.grpo import entropy_from_logits, token_logprobs_from_logits
+from codefu.algo.grpo import entropy_from_logits, linear_token_logprobs, token_logprobs_from_logits
 from codefu.models.loading import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
@@ -117,13 +117,22 @@ class PolicyModel(nn.Module):
     """
 
     def __init__(
-        self, lm: nn.Module, chunk_tokens: int = 1024, temperature: float = 1.0, shard: SeqShard | None = None
+        self,
+        lm: nn.Module,
+        chunk_tokens: int = 1024,
+        temperature: float = 1.0,
+        shard: SeqShard | None = None,
+        entropy_grad: bool = False,
+        compile_head: bool = False,
     ):
         super().__init__()
         self.lm = lm
         self.chunk_tokens = chunk_tokens
         self.temperature = temperature
         self.shard = shard or SeqShard()
+        # entropy as a metric only (no entropy bonus) lets a linear head run as one fused step
+        self.entropy_grad = entropy_grad
+        self.compile_head = compile_head
 
     def _head(self, hidden: Tensor, targets: Tensor, with_entropy: bool) -> tuple[Tensor, Tensor]:
         """hidden (b, c, H), targets (b, c) -> fp32 log-probs (b, c) and entropy (b, c) (0 if not asked)."""
@@ -174,6 +183,9 @@ class PolicyModel(nn.Module):
     ) -> tuple[Tensor, Tensor]:
         """`_head` over positions [lo, hi) of hidden (b, c, H) and targets (b, c), `step` at a time:
         (log-probs, entropy), each (b, hi - lo)."""
+        head = self.lm.get_output_embeddings()
+        if isinstance(head, nn.Linear) and not (with_entropy and self.entropy_grad):
+            return self._linear_head(head, hidden, targets, lo, hi, step, with_entropy)
         lps, ents = [], []
         for s in range(lo, hi, step):
             e = min(s + step, hi)
@@ -186,6 +198,35 @@ class PolicyModel(nn.Module):
             )
             lps.append(lp)
             ents.append(ent)
+        return torch.cat(lps, 1), torch.cat(ents, 1)
+
+    def _linear_head(
+        self,
+        head: nn.Linear,
+        hidden: Tensor,
+        targets: Tensor,
+        lo: int,
+        hi: int,
+        step: int,
+        with_entropy: bool,
+    ) -> tuple[Tensor, Tensor]:
+        """`_chunked_head` for an nn.Linear head through `linear_token_logprobs`: the same values, one
+        softmax pass forward and one backward per chunk instead of a checkpointed head's four."""
+        b, H = hidden.shape[0], hidden.shape[-1]
+        lps, ents = [], []
+        for s in range(lo, hi, step):
+            e = min(s + step, hi)
+            lp, ent = linear_token_logprobs(
+                hidden[:, s:e].reshape(-1, H),
+                head.weight,
+                head.bias,
+                targets[:, s:e].reshape(-1),
+                self.temperature,
+                with_entropy,
+                self.compile_head,
+            )
+            lps.append(lp.view(b, e - s))
+            ents.append(ent.view(b, e - s))
         return torch.cat(lps, 1), torch.cat(ents, 1)
 
     def _packed(
@@ -296,4 +337,7 @@ def prepare_model(
         lm.requires_grad_(False)
     if value_head:
         return shard_model(ValueModel(lm, shard), cfg, device)
-    return shard_model(PolicyModel(lm, cfg.logprob_chunk_tokens, cfg.temperature, shard), cfg, device)
+    policy = PolicyModel(
+        lm, cfg.logprob_chunk_tokens, cfg.temperature, shard, cfg.entropy_coef != 0, cfg.compile
+    )
+    return shard_model(policy, cfg, device)

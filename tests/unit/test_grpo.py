@@ -13,6 +13,7 @@ from codefu.algo import (
     entropy_from_logits,
     group_advantages,
     kl_penalty,
+    linear_token_logprobs,
     masked_entropy_mean,
     policy_loss,
     token_logprobs_from_logits,
@@ -487,3 +488,42 @@ def test_entropy_by_hand_and_masking():
     assert masked_entropy_mean(logits, torch.zeros(1, 3)).item() == 0.0
     # bf16 in, fp32 out
     assert entropy_from_logits(logits.bfloat16()).dtype == torch.float32
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("compiled", [False, True])
+def test_linear_token_logprobs_match_logits_path(temperature, bias, compiled):
+    # the fused head (logits recomputed in backward, one softmax each way) against the plain path through
+    # (n, V) logits: the same log-probs, entropy and gradients for hidden, weight and bias, in fp64
+    torch.manual_seed(0)
+    n, hdim, vocab = 13, 8, 50
+    h = torch.randn(n, hdim, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(vocab, hdim, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(vocab, dtype=torch.float64, requires_grad=True) if bias else None
+    ids, g = torch.randint(0, vocab, (n,)), torch.randn(n, dtype=torch.float64)
+    params = [x for x in (h, w, b) if x is not None]
+
+    lp, ent = linear_token_logprobs(h, w, b, ids, temperature, with_entropy=True, compiled=compiled)
+    got = torch.autograd.grad((lp * g).sum(), params)
+    logits = torch.nn.functional.linear(h, w, b)
+    ref_lp = token_logprobs_from_logits(logits, ids, temperature=temperature)
+    want = torch.autograd.grad((ref_lp * g).sum(), params)
+    assert torch.allclose(lp, ref_lp.detach(), atol=1e-10)
+    assert torch.allclose(ent, entropy_from_logits(logits.detach(), temperature=temperature), atol=1e-10)
+    assert not ent.requires_grad  # a metric: an entropy bonus goes through entropy_from_logits
+    for a, c in zip(got, want, strict=True):
+        assert torch.allclose(a, c, atol=1e-10)
+
+
+def test_linear_token_logprobs_without_entropy_and_bad_shapes():
+    h, w = torch.zeros(3, 4), torch.zeros(8, 4)  # uniform over 8 tokens
+    lp, ent = linear_token_logprobs(h, w, None, torch.tensor([0, 3, 7]))
+    assert torch.allclose(lp, torch.full((3,), -math.log(8))) and ent.abs().sum() == 0
+    lp, ent = linear_token_logprobs(h, w, None, torch.tensor([0, 3, 7]), with_entropy=True)
+    assert torch.allclose(ent, torch.full((3,), math.log(8)))
+    assert linear_token_logprobs(h.bfloat16(), w.bfloat16(), None, torch.tensor([0, 1, 2]))[0].dtype == torch.float32
+    with pytest.raises(ValueError, match="token_ids"):
+        linear_token_logprobs(h, w, None, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="hidden"):
+        linear_token_logprobs(h[None], w, None, torch.tensor([[0, 1, 2]]))
