@@ -12,6 +12,7 @@ even when the loss there is NaN or inf.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -446,18 +447,11 @@ def _head_logits_grad(
     return (g * (onehot.to(z.dtype) - torch.exp(z - lse.unsqueeze(-1)))).to(logits.dtype)
 
 
-_COMPILED: dict[str, Callable[..., Any]] = {}
-
-
-def _kernel(name: str, compiled: bool) -> Callable[..., Any]:
-    """`_head_stats` or `_head_logits_grad`, compiled by torch.compile once per process when asked: the
-    compiled versions read the (n, V) logits once or twice instead of writing and reading fp32 copies."""
-    fn = {"stats": _head_stats, "grad": _head_logits_grad}[name]
-    if not compiled:
-        return fn
-    if name not in _COMPILED:
-        _COMPILED[name] = torch.compile(fn, dynamic=True)
-    return _COMPILED[name]
+@functools.cache
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """fn through torch.compile, once per process: the compiled head functions read the (n, V) logits once
+    or twice instead of writing and reading fp32 copies."""
+    return torch.compile(fn, dynamic=True)
 
 
 class _LinearTokenLogprobs(torch.autograd.Function):
@@ -468,7 +462,8 @@ class _LinearTokenLogprobs(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden, weight, bias, token_ids, temperature, with_entropy, compiled):
         logits = torch.nn.functional.linear(hidden, weight, bias)
-        lp, lse, ent = _kernel("stats", compiled)(logits, token_ids, temperature, with_entropy)
+        stats = _compiled(_head_stats) if compiled else _head_stats
+        lp, lse, ent = stats(logits, token_ids, temperature, with_entropy)
         ctx.save_for_backward(hidden, weight, bias, token_ids, lse)
         ctx.temperature, ctx.compiled = temperature, compiled
         if ent is None:
@@ -480,7 +475,8 @@ class _LinearTokenLogprobs(torch.autograd.Function):
     def backward(ctx, grad_lp, _grad_ent):
         hidden, weight, bias, token_ids, lse = ctx.saved_tensors
         logits = torch.nn.functional.linear(hidden, weight, bias)
-        grad = _kernel("grad", ctx.compiled)(logits, token_ids, lse, grad_lp, ctx.temperature)
+        logits_grad = _compiled(_head_logits_grad) if ctx.compiled else _head_logits_grad
+        grad = logits_grad(logits, token_ids, lse, grad_lp, ctx.temperature)
         del logits
         grad_hidden = grad @ weight if ctx.needs_input_grad[0] else None
         grad_weight = grad.t() @ hidden if ctx.needs_input_grad[1] else None

@@ -182,51 +182,36 @@ class PolicyModel(nn.Module):
         self, hidden: Tensor, targets: Tensor, lo: int, hi: int, step: int, with_entropy: bool
     ) -> tuple[Tensor, Tensor]:
         """`_head` over positions [lo, hi) of hidden (b, c, H) and targets (b, c), `step` at a time:
-        (log-probs, entropy), each (b, hi - lo)."""
+        (log-probs, entropy), each (b, hi - lo). A linear head runs each chunk through
+        `linear_token_logprobs` (the same values, one softmax pass each way instead of a checkpointed
+        head's four), unless the entropy needs its gradient (an entropy bonus)."""
         head = self.lm.get_output_embeddings()
-        if isinstance(head, nn.Linear) and not (with_entropy and self.entropy_grad):
-            return self._linear_head(head, hidden, targets, lo, hi, step, with_entropy)
-        lps, ents = [], []
-        for s in range(lo, hi, step):
-            e = min(s + step, hi)
-            args = (hidden[:, s:e], targets[:, s:e], with_entropy)
-            # checkpointed: only the (b, c, H) slice is kept; the chunk's logits are recomputed in backward
-            lp, ent = (
-                checkpoint(self._head, *args, use_reentrant=False)
-                if hidden.requires_grad
-                else self._head(*args)
-            )
-            lps.append(lp)
-            ents.append(ent)
-        return torch.cat(lps, 1), torch.cat(ents, 1)
-
-    def _linear_head(
-        self,
-        head: nn.Linear,
-        hidden: Tensor,
-        targets: Tensor,
-        lo: int,
-        hi: int,
-        step: int,
-        with_entropy: bool,
-    ) -> tuple[Tensor, Tensor]:
-        """`_chunked_head` for an nn.Linear head through `linear_token_logprobs`: the same values, one
-        softmax pass forward and one backward per chunk instead of a checkpointed head's four."""
+        fused = isinstance(head, nn.Linear) and not (with_entropy and self.entropy_grad)
         b, H = hidden.shape[0], hidden.shape[-1]
         lps, ents = [], []
         for s in range(lo, hi, step):
             e = min(s + step, hi)
-            lp, ent = linear_token_logprobs(
-                hidden[:, s:e].reshape(-1, H),
-                head.weight,
-                head.bias,
-                targets[:, s:e].reshape(-1),
-                self.temperature,
-                with_entropy,
-                self.compile_head,
-            )
-            lps.append(lp.view(b, e - s))
-            ents.append(ent.view(b, e - s))
+            if fused:
+                lp, ent = linear_token_logprobs(
+                    hidden[:, s:e].reshape(-1, H),
+                    head.weight,
+                    head.bias,
+                    targets[:, s:e].reshape(-1),
+                    self.temperature,
+                    with_entropy,
+                    self.compile_head,
+                )
+                lp, ent = lp.view(b, e - s), ent.view(b, e - s)
+            else:
+                args = (hidden[:, s:e], targets[:, s:e], with_entropy)
+                # checkpointed: only the (b, c, H) slice is kept; the logits are recomputed in backward
+                lp, ent = (
+                    checkpoint(self._head, *args, use_reentrant=False)
+                    if hidden.requires_grad
+                    else self._head(*args)
+                )
+            lps.append(lp)
+            ents.append(ent)
         return torch.cat(lps, 1), torch.cat(ents, 1)
 
     def _packed(
