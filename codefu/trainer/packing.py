@@ -243,6 +243,24 @@ def _mask_mod(segment: Tensor, branch: Tensor):
 
 _block_mask_fn: Any = None
 
+# FlexAttention's tiles for the shared-prefix mask, by (GPU capability major, minor, head dim), measured
+# with bench/flex_attention.py on GRPO micro-batches (docs/benchmarks.md, "The shared-prefix attention
+# kernel"): Inductor's defaults suit a dense causal mask, not blocks this sparse and this often partial.
+# Forward: BLOCK_M x BLOCK_N; backward: BLOCK_M1 x BLOCK_N1 (dK, dV) and BLOCK_M2 x BLOCK_N2 (dQ).
+FLEX_TILES: dict[tuple[int, int, int], dict[str, int]] = {}
+
+_capability: tuple[int, int] = (0, 0)  # the GPU's, noted by packed_attention_mask (outside compiled code)
+
+
+def flex_kernel_options(capability: tuple[int, int], head_dim: int, length: int) -> dict[str, Any]:
+    """FlexAttention's kernel options for a packed row of `length` positions. Every query attends at
+    least to itself (a safe softmax row), and a row padded to a multiple of BLOCK needs no bounds checks,
+    which Inductor cannot prove itself once the length is dynamic; then the tiles measured for the GPU."""
+    options: dict[str, Any] = {"ROWS_GUARANTEED_SAFE": True}
+    if length % BLOCK == 0:
+        options["IS_DIVISIBLE"] = True
+    return options | FLEX_TILES.get((*capability, head_dim), {})
+
 
 def packed_attention_mask(layout: PackedLayout) -> Any:
     """What the decoder takes as `attention_mask` for a packed row: FlexAttention's BlockMask on CUDA;
@@ -251,7 +269,8 @@ def packed_attention_mask(layout: PackedLayout) -> Any:
     L = layout.tokens
     mask_mod = _mask_mod(layout.segment, layout.branch)
     if layout.segment.device.type == "cuda":
-        global _block_mask_fn
+        global _block_mask_fn, _capability
+        _capability = torch.cuda.get_device_capability(layout.segment.device)
         if _block_mask_fn is None:
             from torch.nn.attention.flex_attention import create_block_mask
 
@@ -324,7 +343,16 @@ def packed_attention(
             # eager FlexAttention materializes every score; compiled, it is a fused block-sparse kernel
             # (inside a compiled decoder layer, trainer.compile, dynamo traces through this wrapper)
             _flex_fn = torch.compile(flex_attention, dynamic=True)
-        out = _flex_fn(query, key, value, block_mask=attention_mask, scale=scaling, enable_gqa=gqa)
+        options = flex_kernel_options(_capability, query.shape[-1], query.shape[2])
+        out = _flex_fn(
+            query,
+            key,
+            value,
+            block_mask=attention_mask,
+            scale=scaling,
+            enable_gqa=gqa,
+            kernel_options=options,
+        )
     return out.transpose(1, 2).contiguous(), None
 
 

@@ -12,9 +12,12 @@ from codefu.trainer import TrainerConfig, TrainerWorker
 from codefu.trainer.batch import Batch
 from codefu.trainer.critic import CriticWorker
 from codefu.trainer.packing import (
+    BLOCK,
+    FLEX_TILES,
     PrefixGroup,
     dense_mask,
     fit_to_budget,
+    flex_kernel_options,
     pack_groups,
     packed_attention,
     packed_attention_mask,
@@ -147,6 +150,19 @@ def test_attention_by_pieces_equals_the_masked_attention():
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     for a, b in zip(grads, torch.autograd.grad(want.square().sum(), (q, k, v)), strict=True):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_flex_kernel_options():
+    """Bounds checks are dropped only for a row of whole blocks; the measured tiles only for their GPU and
+    head dim; every row is safe (it attends at least to itself, test_mask_sees_the_prefix...)."""
+    assert flex_kernel_options((8, 0), 64, 4 * BLOCK) == {"ROWS_GUARANTEED_SAFE": True, "IS_DIVISIBLE": True}
+    assert flex_kernel_options((8, 0), 64, 4 * BLOCK + 5) == {"ROWS_GUARANTEED_SAFE": True}
+    for (major, minor, head_dim), tiles in FLEX_TILES.items():
+        got = flex_kernel_options((major, minor), head_dim, BLOCK)
+        assert got == {"ROWS_GUARANTEED_SAFE": True, "IS_DIVISIBLE": True, **tiles}
+        assert flex_kernel_options((major, minor), head_dim + 1, BLOCK).keys().isdisjoint(tiles)
+        # FlexAttention's tiles must divide its 128-wide sparse blocks
+        assert all(BLOCK % v == 0 for k, v in tiles.items() if "BLOCK" in k), tiles
 
 
 def make_worker(model_dir, cls=TrainerWorker, **overrides):
