@@ -39,22 +39,20 @@ from codefu.trainer.packing import (  # noqa: E402
 CANDIDATES: dict[str, dict | None] = {
     "inductor_default": None,
     "codefu": {},  # what the trainer passes on this GPU (flex_kernel_options), filled in by main
-    "divisible_safe": {"IS_DIVISIBLE": True, "ROWS_GUARANTEED_SAFE": True},
-    "divisible_safe_tma": {"IS_DIVISIBLE": True, "ROWS_GUARANTEED_SAFE": True, "USE_TMA": True},
+    "divisible": {"IS_DIVISIBLE": True},
 }
 _TILES = [
     # (M1, N1, M2, N2, warps, stages) for the backward
     (32, 128, 128, 32, 8, 3),
-    (32, 128, 128, 32, 4, 3),
     (64, 64, 64, 64, 4, 3),
-    (64, 64, 64, 64, 8, 3),
     (32, 64, 64, 32, 4, 3),
-    (64, 128, 128, 64, 8, 2),
+    (32, 64, 64, 32, 4, 2),
+    (32, 64, 64, 32, 4, 4),
+    (32, 32, 32, 32, 4, 3),
 ]
 for _m1, _n1, _m2, _n2, _w, _s in _TILES:
     CANDIDATES[f"bwd_{_m1}x{_n1}_{_m2}x{_n2}_w{_w}_s{_s}"] = {
         "IS_DIVISIBLE": True,
-        "ROWS_GUARANTEED_SAFE": True,
         "bwd_BLOCK_M1": _m1,
         "bwd_BLOCK_N1": _n1,
         "bwd_BLOCK_M2": _m2,
@@ -62,10 +60,9 @@ for _m1, _n1, _m2, _n2, _w, _s in _TILES:
         "bwd_num_warps": _w,
         "bwd_num_stages": _s,
     }
-for _m, _n, _w, _s in [(128, 128, 8, 2), (64, 128, 4, 3), (128, 64, 4, 3)]:
+for _m, _n, _w, _s in [(128, 128, 8, 2), (128, 64, 8, 2)]:
     CANDIDATES[f"fwd_{_m}x{_n}_w{_w}_s{_s}"] = {
         "IS_DIVISIBLE": True,
-        "ROWS_GUARANTEED_SAFE": True,
         "fwd_BLOCK_M": _m,
         "fwd_BLOCK_N": _n,
         "fwd_num_warps": _w,
@@ -182,9 +179,9 @@ def main() -> None:
             if "backward_ms" in row:
                 row["backward_tflops"] = round(2.5 * flops_fwd / row["backward_ms"] / 1e9, 1)
             if reference is None:
-                reference = [r.float() for r in results]
+                reference = [r.detach().float() for r in results]
             row["max_diff"] = {
-                key: float((r.float() - ref).abs().max())
+                key: float((r.detach().float() - ref).abs().max())
                 for key, r, ref in zip(("out", "dq", "dk", "dv"), results, reference, strict=False)
             }
         print(json.dumps(row), flush=True)

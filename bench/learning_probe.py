@@ -31,14 +31,17 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=6)
     ap.add_argument("--steps", type=int, default=3, help="optimizer steps on the same batch")
     args = ap.parse_args()
+
     def has_python_wrong(p) -> bool:
         return any(w["language"] == "python" for w in p.extra["wrong_solutions"])
 
     problems = [p for p in load_starter_problems() if has_python_wrong(p)][: args.problems]
     base = TrainerConfig(model=str(smollm2_gguf()), gradient_checkpointing=False, micro_batch_tokens=8192)
     model, tokenizer = load_policy(base)
-    print(f"{'dtype':<10}{'lr':>8}{'step':>6}{'d logp +':>11}{'d logp -':>11}{'changed':>9}"
-          f"{'grad norm':>11}{'s':>6}")
+    print(
+        f"{'dtype':<10}{'lr':>8}{'step':>6}{'d logp +':>11}{'d logp -':>11}{'changed':>9}"
+        f"{'grad norm':>11}{'s':>6}"
+    )
     for dtype in args.dtypes.split(","):
         for lr in [float(x) for x in args.lrs.split(",")]:
             t0 = time.perf_counter()
@@ -47,9 +50,12 @@ def main() -> None:
             batch = solution_batch(tokenizer, problems)
             for step in range(1, args.steps + 1):  # one line per optimizer step on the same batch
                 r = probe_update(worker, batch)
-                print(f"{dtype:<10}{lr:>8.0e}{step:>6}{r.positive_mean:>+11.4f}{r.negative_mean:>+11.4f}"
-                      f"{r.changed_fraction:>9.4f}{r.metrics['optim/grad_norm']:>11.2f}"
-                      f"{time.perf_counter() - t0:>6.0f}", flush=True)
+                print(
+                    f"{dtype:<10}{lr:>8.0e}{step:>6}{r.positive_mean:>+11.4f}{r.negative_mean:>+11.4f}"
+                    f"{r.changed_fraction:>9.4f}{r.metrics['optim/grad_norm']:>11.2f}"
+                    f"{time.perf_counter() - t0:>6.0f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

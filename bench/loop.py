@@ -64,19 +64,30 @@ def main() -> int:
     p.add_argument("--max-new-tokens", type=int, default=4096)
     p.add_argument("--mean-frac", type=float, default=0.35, help="mean response length / cap, if uniform")
     p.add_argument("--steps", type=int, default=2, help="timed whole steps")
-    p.add_argument("--warmup", type=int, default=2,
-                   help="untimed steps first: compiles, CUDA graphs, the optimizer's first move to pinned "
-                   "CPU memory (step 2: there is no AdamW state to move before the first update)")
-    p.add_argument("--programs", metavar="PARQUET",
-                   help="judge real programs instead of the responses (codefu-easy train.parquet)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="untimed steps first: compiles, CUDA graphs, the optimizer's first move to pinned "
+        "CPU memory (step 2: there is no AdamW state to move before the first update)",
+    )
+    p.add_argument(
+        "--programs",
+        metavar="PARQUET",
+        help="judge real programs instead of the responses (codefu-easy train.parquet)",
+    )
     p.add_argument("--language", default="cpp", help="--programs: the solutions of this language")
     p.add_argument("--no-parts", action="store_true", help="whole steps only, no parts alone after them")
     p.add_argument("--out", help="write the results here (JSON)")
-    p.add_argument("--profile-step", type=int, metavar="N",
-                   help="torch.profiler tables of step N's update and forward-only passes (counted from 0, "
-                   "warm-up steps included) in OUT-profile/ (OUT: --out less .json): ROLE_KIND_N_rank0.txt. "
-                   "It slows the step it watches: pick a warm-up step after the first (--warmup 2 "
-                   "--profile-step 1)")
+    p.add_argument(
+        "--profile-step",
+        type=int,
+        metavar="N",
+        help="torch.profiler tables of step N's update and forward-only passes (counted from 0, "
+        "warm-up steps included) in OUT-profile/ (OUT: --out less .json): ROLE_KIND_N_rank0.txt. "
+        "It slows the step it watches: pick a warm-up step after the first (--warmup 2 "
+        "--profile-step 1)",
+    )
     p.add_argument("overrides", nargs="*", help="config key=value, after the ones this script sets")
     args = p.parse_args()
 
@@ -87,9 +98,15 @@ def main() -> int:
     g = torch.Generator().manual_seed(0)
     stops = sorted(torch.randperm(vocab - 128, generator=g)[:k].add(128).tolist())  # clear of specials
     overrides = [
-        f"trainer.model={args.model}", f"rollout.max_new_tokens={args.max_new_tokens}",
-        f"rollout.stop_token_ids={json.dumps(stops)}", "algo.dynamic_sampling=false", "data.val=null",
-        "judge.sandbox.kind=none", "loop.val_every=0", "loop.save_every=0", *args.overrides,
+        f"trainer.model={args.model}",
+        f"rollout.max_new_tokens={args.max_new_tokens}",
+        f"rollout.stop_token_ids={json.dumps(stops)}",
+        "algo.dynamic_sampling=false",
+        "data.val=null",
+        "judge.sandbox.kind=none",
+        "loop.val_every=0",
+        "loop.save_every=0",
+        *args.overrides,
     ]
     if args.profile_step is not None:
         # relative is fine: TrainerConfig makes it absolute for the trainer's processes
@@ -104,8 +121,11 @@ def main() -> int:
     # a `timeout` around this script sends SIGTERM: leave through the finally below, so that no actor is
     # left holding GPU memory for the next run (Ray's processes outlive a killed driver)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    ray.init(num_cpus=max(os.cpu_count() or 1, int(run_layout(cfg).cpus + 0.999)), include_dashboard=False,
-             log_to_driver=False)
+    ray.init(
+        num_cpus=max(os.cpu_count() or 1, int(run_layout(cfg).cpus + 0.999)),
+        include_dashboard=False,
+        log_to_driver=False,
+    )
     roles = Roles(cfg)
     scorer = JudgeScorer.on_cluster(cfg)
     if args.programs:
@@ -191,8 +211,11 @@ def step_record(timing: dict[str, float], sampled: loop.Sampled) -> dict[str, fl
     lengths = sorted(len(c.token_ids) for c in sampled.completions)
     return {
         **{k.removeprefix("timing/"): round(v, 3) for k, v in timing.items()},
-        "prompt_tokens": prompt, "response_tokens": response, "samples": len(lengths),
-        "response_len_p50": lengths[len(lengths) // 2], "response_len_max": lengths[-1],
+        "prompt_tokens": prompt,
+        "response_tokens": response,
+        "samples": len(lengths),
+        "response_len_p50": lengths[len(lengths) // 2],
+        "response_len_max": lengths[-1],
         "stopped_frac": sum(c.finish_reason == "stop" for c in sampled.completions) / len(lengths),
     }
 
@@ -241,14 +264,21 @@ def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) ->
     scale = tokens / parts["tokens"] if parts.get("tokens") else 1.0
     sum_parts = sum(v for k, v in parts.items() if k.endswith("_s")) * scale
     return {
-        "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
-        "model": args.model, "config": args.config, "cap": args.max_new_tokens,
-        "step_s": round(step_s, 2), "sum_of_parts_s": round(sum_parts, 2),
+        "model": args.model,
+        "config": args.config,
+        "cap": args.max_new_tokens,
+        "step_s": round(step_s, 2),
+        "sum_of_parts_s": round(sum_parts, 2),
         "overhead": round(step_s / sum_parts, 3) if sum_parts else None,
-        "tokens_per_step": round(tokens), "tokens_per_s_per_gpu": round(tokens / step_s / gpus),
-        "phases_in_step": {k: round(statistics.mean(s.get(k, 0.0) for s in steps), 2)
-                           for k in ("generate_s", "judge_s", "judge_tail_s", "train_s", "sync_s")},
+        "tokens_per_step": round(tokens),
+        "tokens_per_s_per_gpu": round(tokens / step_s / gpus),
+        "phases_in_step": {
+            k: round(statistics.mean(s.get(k, 0.0) for s in steps), 2)
+            for k in ("generate_s", "judge_s", "judge_tail_s", "train_s", "sync_s")
+        },
         "judge_tail_frac": round(statistics.mean(s.get("judge_tail_s", 0.0) / s["step_s"] for s in steps), 4),
         "judge_alone_s": parts.get("judge_s"),
     }

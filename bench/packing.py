@@ -68,8 +68,11 @@ def main() -> int:
     p.add_argument("--config", default="configs/cpu.yaml")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--fp32-reference", action="store_true",
-                   help="also each way's log-prob error against a padded fp32 pass (one more forward)")
+    p.add_argument(
+        "--fp32-reference",
+        action="store_true",
+        help="also each way's log-prob error against a padded fp32 pass (one more forward)",
+    )
     p.add_argument("overrides", nargs="*", help="config key=value")
     args = p.parse_args()
     cfg = resolve_model(load_config(RunConfig, args.config, args.overrides))

@@ -30,8 +30,12 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     records = load_run(args.run_dir).records
     args.out_prefix.parent.mkdir(parents=True, exist_ok=True)
-    plots = [("reward", plot_reward), ("pass-rate", plot_train_pass_rate), ("passk", plot_passk),
-             ("verdicts", plot_verdicts)]
+    plots = [
+        ("reward", plot_reward),
+        ("pass-rate", plot_train_pass_rate),
+        ("passk", plot_passk),
+        ("verdicts", plot_verdicts),
+    ]
     for name, plot in plots:
         fig = plot(records)
         if fig is None:

@@ -33,12 +33,23 @@ def main() -> int:
     shutil.rmtree(tmp, ignore_errors=True)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     cfg = toy_config(toy_model_dir(tmp / "model"), steps)  # as the test's secret_run
-    cfg = replace(cfg, rollout=replace(cfg.rollout, turns=2, async_turns=mode == "async"),
-                  loop=replace(cfg.loop, keep_final_state=False, seed=seed),
-                  data=replace(cfg.data, prompts_per_step=8), trainer=replace(cfg.trainer, lr=1e-2))
+    cfg = replace(
+        cfg,
+        rollout=replace(cfg.rollout, turns=2, async_turns=mode == "async"),
+        loop=replace(cfg.loop, keep_final_state=False, seed=seed),
+        data=replace(cfg.data, prompts_per_step=8),
+        trainer=replace(cfg.trainer, lr=1e-2),
+    )
     run_dir = tmp / "run"
-    loop.train(cfg, run_dir, secret_problems(), [], tiny_tokenizer(), SecretCharScorer(True),
-               sinks=[JsonlSink(run_dir)])
+    loop.train(
+        cfg,
+        run_dir,
+        secret_problems(),
+        [],
+        tiny_tokenizer(),
+        SecretCharScorer(True),
+        sinks=[JsonlSink(run_dir)],
+    )
     print([round(r["judge/pass_rate_turn2"], 2) for r in read_metrics(run_dir / "metrics.jsonl")])
     return 0
 

@@ -72,11 +72,19 @@ def main() -> None:
     p.add_argument("--clients", type=int, default=64, help="concurrent /judge clients in (b)")
     p.add_argument("--variants", type=int, default=2, help="(b): distinct variants of each program a round")
     p.add_argument("--copies", type=int, default=8, help="(b): times each variant is submitted a round")
-    p.add_argument("--max-pending", type=int, default=128,
-                   help="serve --max-pending (its default, 8 per judge CPU, is 16 on 2 cores: fewer than "
-                        "--clients, which would be answered 503)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="in-process judge sandboxes (the server takes one per CPU of its node)")
+    p.add_argument(
+        "--max-pending",
+        type=int,
+        default=128,
+        help="serve --max-pending (its default, 8 per judge CPU, is 16 on 2 cores: fewer than "
+        "--clients, which would be answered 503)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="in-process judge sandboxes (the server takes one per CPU of its node)",
+    )
     p.add_argument("--skip-run-code", action="store_true", help="(b) only")
     args = p.parse_args()
 
@@ -93,11 +101,21 @@ def main() -> None:
     problems = load_problems(DATASET)
     sols = solutions()
     spec = reward_spec("codefu")
-    judge = Judge(JudgeConfig(reward="codefu", max_tests=args.max_tests, seed=0, workers=args.workers,
-                              judge_identical_once=False))
+    judge = Judge(
+        JudgeConfig(
+            reward="codefu",
+            max_tests=args.max_tests,
+            seed=0,
+            workers=args.workers,
+            judge_identical_once=False,
+        )
+    )
     served = start_server("--max-tests", str(args.max_tests), "--max-pending", str(args.max_pending))
-    result: dict[str, Any] = {"command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-                              "args": {k: str(v) for k, v in vars(args).items()}, "machine": machine}
+    result: dict[str, Any] = {
+        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "machine": machine,
+    }
     try:
         memory: list[dict[str, Any]] = []
         idle: list[dict[str, float]] = []
@@ -113,8 +131,9 @@ def main() -> None:
             start = time.monotonic()
             out = fn(*fn_args)
             seconds = time.monotonic() - start
-            idle.append({"phase": phase, "seconds": seconds,
-                         "server_cpu_s": cpu_seconds(served.pids()) - cpu0})
+            idle.append(
+                {"phase": phase, "seconds": seconds, "server_cpu_s": cpu_seconds(served.pids()) - cpu0}
+            )
             return out, seconds
 
         warm_up(judge, served, problems, sols)
@@ -134,11 +153,21 @@ def main() -> None:
                         for (pr, _, _), v, statuses in zip(programs, want, got.pop("statuses"), strict=True)
                         if [t.status.name for t in v.tests] != statuses
                     ]
-                    run_code_rounds.append({"round": r, "kind": kind, "in_process_s": t_in, **got,
-                                            "verdict_mismatches": mismatches})
-                    print(f"(a) round {r} {kind}: in-process {t_in:.2f} s, /run_code {got['seconds']:.2f} s "
-                          f"({got['requests']} requests, {got['errors']} errors, "
-                          f"{len(mismatches)} mismatches)", flush=True)
+                    run_code_rounds.append(
+                        {
+                            "round": r,
+                            "kind": kind,
+                            "in_process_s": t_in,
+                            **got,
+                            "verdict_mismatches": mismatches,
+                        }
+                    )
+                    print(
+                        f"(a) round {r} {kind}: in-process {t_in:.2f} s, /run_code {got['seconds']:.2f} s "
+                        f"({got['requests']} requests, {got['errors']} errors, "
+                        f"{len(mismatches)} mismatches)",
+                        flush=True,
+                    )
                     sample(f"a{r} {kind}")
             items = judge_workload(problems, sols, r, args.variants, args.copies)
             pairs = [(it["problem"], it["body"]["response"]) for it in items]
@@ -148,15 +177,26 @@ def main() -> None:
             run = post_all(served.url, [Call(it["tag"], "/judge", it["body"]) for it in items], args.clients)
             server_cpu = cpu_seconds(served.pids()) - cpu0
             checked = check_judge_answers(run, expected)
-            judge_rounds.append({"round": r, "submissions": len(items), "in_process_s": t_in,
-                                 "served_s": run.seconds, "server_cpu_s": server_cpu,
-                                 "client_cpu_s": run.client_cpu_s, "connections": run.connections,
-                                 "latencies_s": [a.latency_s for a in run.answers if a.status == 200],
-                                 **checked})
-            print(f"(b) round {r}: {len(items)} submissions: in-process {t_in:.2f} s "
-                  f"({len(items) / t_in:.2f}/s), served {run.seconds:.2f} s "
-                  f"({len(items) / run.seconds:.2f}/s); errors {checked['errors']}, "
-                  f"mismatches {len(checked['mismatches'])}", flush=True)
+            judge_rounds.append(
+                {
+                    "round": r,
+                    "submissions": len(items),
+                    "in_process_s": t_in,
+                    "served_s": run.seconds,
+                    "server_cpu_s": server_cpu,
+                    "client_cpu_s": run.client_cpu_s,
+                    "connections": run.connections,
+                    "latencies_s": [a.latency_s for a in run.answers if a.status == 200],
+                    **checked,
+                }
+            )
+            print(
+                f"(b) round {r}: {len(items)} submissions: in-process {t_in:.2f} s "
+                f"({len(items) / t_in:.2f}/s), served {run.seconds:.2f} s "
+                f"({len(items) / run.seconds:.2f}/s); errors {checked['errors']}, "
+                f"mismatches {len(checked['mismatches'])}",
+                flush=True,
+            )
             sample(f"b{r}")
         result["server_metrics"] = served_request_counts(served)
         result["server_processes"] = len(served.pids())
@@ -212,8 +252,13 @@ def judge_workload(problems: list[Problem], sols: list[dict], r: int, variants: 
                 for c in range(copies):
                     tag = f"{full.name} #{r}.{b}.{kind}.{v}.{c}"
                     obj = problem_object(full, tag)
-                    items.append({"tag": tag, "problem": parse_problem(obj, tag),
-                                  "body": {"response": fenced(s["language"], source), "problem": obj}})
+                    items.append(
+                        {
+                            "tag": tag,
+                            "problem": parse_problem(obj, tag),
+                            "body": {"response": fenced(s["language"], source), "problem": obj},
+                        }
+                    )
     random.Random(r).shuffle(items)
     return items
 
@@ -232,8 +277,9 @@ def warm_up(judge: Judge, served: Served, problems: list[Problem], sols: list[di
         problem = problems[s["index"]]
         response = fenced(s["language"], variant(s["language"], s["correct"], "warm-up"))
         assert judge.judge(problem, response).status is Status.ACCEPTED
-        status, answer, _ = served.post("/judge", {"response": response,
-                                                   "problem": problem_object(problem, problem.name)})
+        status, answer, _ = served.post(
+            "/judge", {"response": response, "problem": problem_object(problem, problem.name)}
+        )
         assert status == 200 and answer["status"] == "ACCEPTED", answer
     status, answer, _ = served.post("/run_code", {"code": "print(1)", "language": "python"})
     assert status == 200 and answer["status"] == "Success", answer
@@ -250,11 +296,23 @@ def run_code_served(served: Served, programs) -> dict[str, Any]:
     for problem, _, source in programs:
         tests = problem.private_tests
         mb = problem.memory_limit_bytes >> 20
-        calls = [Call(f"{problem.name} {i}", "/run_code",
-                      {"compile_timeout": 10, "run_timeout": problem.time_limit_s, "code": source,
-                       "stdin": t.input, "memory_limit_MB": mb, "language": "cpp", "files": {},
-                       "fetch_files": []})
-                 for i, t in enumerate(tests)]
+        calls = [
+            Call(
+                f"{problem.name} {i}",
+                "/run_code",
+                {
+                    "compile_timeout": 10,
+                    "run_timeout": problem.time_limit_s,
+                    "code": source,
+                    "stdin": t.input,
+                    "memory_limit_MB": mb,
+                    "language": "cpp",
+                    "files": {},
+                    "fetch_files": [],
+                },
+            )
+            for i, t in enumerate(tests)
+        ]
         run = post_all(served.url, calls, clients=VERL_THREADS, keep_alive=False)
         requests += len(calls)
         outcome = []
@@ -267,8 +325,14 @@ def run_code_served(served: Served, programs) -> dict[str, Any]:
             outcome.append(run_code_status(a.answer, test.output))
         statuses.append(outcome)
     seconds = time.monotonic() - start
-    return {"seconds": seconds, "requests": requests, "errors": errors, "statuses": statuses,
-            "latency_p50_s": percentile(latencies, 50), "latency_p99_s": percentile(latencies, 99)}
+    return {
+        "seconds": seconds,
+        "requests": requests,
+        "errors": errors,
+        "statuses": statuses,
+        "latency_p50_s": percentile(latencies, 50),
+        "latency_p99_s": percentile(latencies, 99),
+    }
 
 
 def run_code_status(answer: dict[str, Any], expected: str) -> str:
@@ -308,8 +372,14 @@ def check_judge_answers(run: LoadRun, expected: dict) -> dict[str, Any]:
     verdicts: dict[str, int] = {}
     for v in expected.values():
         verdicts[v.status.name] = verdicts.get(v.status.name, 0) + 1
-    return {"errors": len(errors), "error_examples": errors[:5], "mismatches": mismatches[:20],
-            "duplicated": duplicated, "lost": lost, "verdicts": verdicts}
+    return {
+        "errors": len(errors),
+        "error_examples": errors[:5],
+        "mismatches": mismatches[:20],
+        "duplicated": duplicated,
+        "lost": lost,
+        "verdicts": verdicts,
+    }
 
 
 def served_request_counts(served: Served) -> dict[str, float]:
@@ -332,15 +402,24 @@ def summarize(run_code_rounds, judge_rounds, memory, idle) -> dict[str, Any]:
             rows = [r for r in run_code_rounds if r["kind"] == kind]
             t_in = sum(r["in_process_s"] for r in rows)
             t_http = sum(r["seconds"] for r in rows)
-            a[kind] = {"in_process_s": round(t_in, 2), "run_code_s": round(t_http, 2),
-                       "ratio": round(t_http / t_in, 3), "requests": sum(r["requests"] for r in rows),
-                       "errors": sum(r["errors"] for r in rows),
-                       "verdict_mismatches": sum(len(r["verdict_mismatches"]) for r in rows),
-                       "ratio_per_round": [round(r["seconds"] / r["in_process_s"], 3) for r in rows]}
+            a[kind] = {
+                "in_process_s": round(t_in, 2),
+                "run_code_s": round(t_http, 2),
+                "ratio": round(t_http / t_in, 3),
+                "requests": sum(r["requests"] for r in rows),
+                "errors": sum(r["errors"] for r in rows),
+                "verdict_mismatches": sum(len(r["verdict_mismatches"]) for r in rows),
+                "ratio_per_round": [round(r["seconds"] / r["in_process_s"], 3) for r in rows],
+            }
         rows = run_code_rounds
         t_in, t_http = sum(r["in_process_s"] for r in rows), sum(r["seconds"] for r in rows)
-        a["all"] = {"in_process_s": round(t_in, 2), "run_code_s": round(t_http, 2),
-                    "ratio": round(t_http / t_in, 3), "goal": "<= 1.5", "met": t_http / t_in <= 1.5}
+        a["all"] = {
+            "in_process_s": round(t_in, 2),
+            "run_code_s": round(t_http, 2),
+            "ratio": round(t_http / t_in, 3),
+            "goal": "<= 1.5",
+            "met": t_http / t_in <= 1.5,
+        }
         out["run_code_vs_in_process"] = a
     if judge_rounds:
         n = sum(r["submissions"] for r in judge_rounds)
@@ -368,8 +447,13 @@ def summarize(run_code_rounds, judge_rounds, memory, idle) -> dict[str, Any]:
     total = sum(r["requests"] for r in run_code_rounds) + sum(r["submissions"] for r in judge_rounds)
     out["total_requests"] = total
     rss = [m["rss_mb"] for m in memory]
-    out["server_rss_mb"] = {"start": rss[0], "middle": rss[len(rss) // 2], "end": rss[-1],
-                            "min": min(rss), "max": max(rss)}
+    out["server_rss_mb"] = {
+        "start": rss[0],
+        "middle": rss[len(rss) // 2],
+        "end": rss[-1],
+        "min": min(rss),
+        "max": max(rss),
+    }
     out["server_idle_cpu_share"] = round(
         sum(i["server_cpu_s"] for i in idle) / max(sum(i["seconds"] for i in idle), 1e-9), 4
     )  # cores the idle server used while the in-process judge ran
@@ -380,32 +464,44 @@ def markdown(result: dict[str, Any]) -> str:
     lines = []
     a = result.get("run_code_vs_in_process")
     if a:
-        lines += ["| (a) C++ tests, one /run_code each | in-process `Judge.judge` | /run_code (verl-style) "
-                  "| ratio | requests | errors | verdicts differing |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            "| (a) C++ tests, one /run_code each | in-process `Judge.judge` | /run_code (verl-style) "
+            "| ratio | requests | errors | verdicts differing |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for kind in ("compiles included", "compiles cached"):
             k = a[kind]
-            lines.append(f"| {kind} | {k['in_process_s']:.2f} s | {k['run_code_s']:.2f} s "
-                         f"| {k['ratio']:.2f}x | {k['requests']} | {k['errors']} "
-                         f"| {k['verdict_mismatches']} |")
+            lines.append(
+                f"| {kind} | {k['in_process_s']:.2f} s | {k['run_code_s']:.2f} s "
+                f"| {k['ratio']:.2f}x | {k['requests']} | {k['errors']} "
+                f"| {k['verdict_mismatches']} |"
+            )
         k = a["all"]
-        lines.append(f"| **all** | {k['in_process_s']:.2f} s | {k['run_code_s']:.2f} s "
-                     f"| **{k['ratio']:.2f}x** (goal <= 1.5: {'met' if k['met'] else 'NOT met'}) | | | |")
+        lines.append(
+            f"| **all** | {k['in_process_s']:.2f} s | {k['run_code_s']:.2f} s "
+            f"| **{k['ratio']:.2f}x** (goal <= 1.5: {'met' if k['met'] else 'NOT met'}) | | | |"
+        )
         lines.append("")
     b = result.get("judge_vs_in_process")
     if b:
         lat = b["latency_s"]
         met = "met" if b["met"] else "NOT met"
-        lines += ["| (b) /judge, concurrent clients | submissions | in-process /s | served /s | ratio "
-                  "| p50 | p90 | p99 | errors | lost | duplicated | mismatched |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-                  f"| all rounds | {b['submissions']} | {b['in_process_per_s']:.2f} "
-                  f"| {b['served_per_s']:.2f} | **{b['ratio']:.0%}** (goal >= 77%: {met}) "
-                  f"| {lat['p50']:.2f} s | {lat['p90']:.2f} s | {lat['p99']:.2f} s | {b['errors']} "
-                  f"| {b['lost']} | {b['duplicated']} | {b['mismatches']} |", ""]
+        lines += [
+            "| (b) /judge, concurrent clients | submissions | in-process /s | served /s | ratio "
+            "| p50 | p90 | p99 | errors | lost | duplicated | mismatched |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            f"| all rounds | {b['submissions']} | {b['in_process_per_s']:.2f} "
+            f"| {b['served_per_s']:.2f} | **{b['ratio']:.0%}** (goal >= 77%: {met}) "
+            f"| {lat['p50']:.2f} s | {lat['p90']:.2f} s | {lat['p99']:.2f} s | {b['errors']} "
+            f"| {b['lost']} | {b['duplicated']} | {b['mismatches']} |",
+            "",
+        ]
     rss = result["server_rss_mb"]
-    lines.append(f"requests: {result['total_requests']}; server RSS (MB) start {rss['start']}, middle "
-                 f"{rss['middle']}, end {rss['end']} (min {rss['min']}, max {rss['max']}); idle server's CPU "
-                 f"while the in-process judge ran: {result['server_idle_cpu_share']:.3f} cores")
+    lines.append(
+        f"requests: {result['total_requests']}; server RSS (MB) start {rss['start']}, middle "
+        f"{rss['middle']}, end {rss['end']} (min {rss['min']}, max {rss['max']}); idle server's CPU "
+        f"while the in-process judge ran: {result['server_idle_cpu_share']:.3f} cores"
+    )
     return "\n".join(lines)
 
 

@@ -95,8 +95,11 @@ def from_dict(cls: type[T], data: dict[str, Any], source: str = "config", prefix
     if unknown:
         known = ", ".join(sorted(fields))
         raise CodefuError(f"{source}: unknown key {prefix}{unknown[0]} (known here: {known})")
-    required = [n for n, f in fields.items() if n not in data and f.default is dataclasses.MISSING
-                and f.default_factory is dataclasses.MISSING]
+    required = [
+        n
+        for n, f in fields.items()
+        if n not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if required:
         raise CodefuError(f"{source}: {prefix}{required[0]} is required")
     kwargs = {name: _coerce(hints[name], value, source, prefix + name) for name, value in data.items()}

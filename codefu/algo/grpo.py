@@ -218,9 +218,14 @@ def masked_policy_inputs(
         )
     if advantages.dim() == 1:
         advantages = advantages.unsqueeze(-1)
-    if advantages.dim() != 2 or advantages.shape[0] != logprobs.shape[0] or advantages.shape[1] not in (
-        1,
-        logprobs.shape[1],
+    if (
+        advantages.dim() != 2
+        or advantages.shape[0] != logprobs.shape[0]
+        or advantages.shape[1]
+        not in (
+            1,
+            logprobs.shape[1],
+        )
     ):
         raise ValueError(
             f"advantages must be (B,) or (B, T) with B, T = {tuple(logprobs.shape)}, "
@@ -313,9 +318,7 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.promote_types(dtype, torch.float32)
 
 
-def _chunked_rows(
-    fn: Callable[..., Tensor], logits: Tensor, extra: Tensor | None, chunk_size: int
-) -> Tensor:
+def _chunked_rows(fn: Callable[..., Tensor], logits: Tensor, extra: Tensor | None, chunk_size: int) -> Tensor:
     """Apply `fn(logits_chunk (n, V)[, extra_chunk (n,)]) -> (n,)` over the token positions of `logits`
     (..., V) in chunks of `chunk_size` rows, and return (...,). Under autograd each chunk is
     checkpointed, so only one chunk's fp32 intermediates exist at a time in backward too."""

@@ -71,13 +71,15 @@ def turn_shaping(turns: Tensor, passed: Tensor, turn_cost: float, first_turn_bon
     With turn_cost c and K turns a solved episode's reward falls by c per extra turn, so the first correct
     turn earns the most. turns: (N,) integers >= 1; passed: (N,) bool. Returns (N,) float32, to ADD."""
     if turns.shape != passed.shape or turns.dim() != 1:
-        raise ValueError(f"turns and passed must both be (N,), got {tuple(turns.shape)}, "
-                         f"{tuple(passed.shape)}")
+        raise ValueError(
+            f"turns and passed must both be (N,), got {tuple(turns.shape)}, {tuple(passed.shape)}"
+        )
     if not (turns >= 1).all():
         raise ValueError("turns must all be >= 1")
     if not (turn_cost >= 0.0 and first_turn_bonus >= 0.0 and math.isfinite(turn_cost + first_turn_bonus)):
-        raise ValueError(f"turn_cost and first_turn_bonus must be finite and >= 0, got {turn_cost}, "
-                         f"{first_turn_bonus}")
+        raise ValueError(
+            f"turn_cost and first_turn_bonus must be finite and >= 0, got {turn_cost}, {first_turn_bonus}"
+        )
     first = passed.bool() & (turns == 1)
     return (-turn_cost * (turns.double() - 1) + first_turn_bonus * first.double()).float()
 

@@ -23,6 +23,7 @@ from codefu.types import Problem
 
 log = logging.getLogger(__name__)
 
+
 def load_problems(path: str | Path) -> list[Problem]:
     """Every problem in `path`: a .parquet or .jsonl file, a directory (its .parquet and .jsonl files,
     recursively, sorted) or a glob. Raises CodefuError naming file, row and column on bad input."""
@@ -228,8 +229,11 @@ class MixedLoader:
             shared += len(names & seen)
             seen |= names
         if shared:
-            log.warning("%d problem names appear in more than one training dataset: each such name has one "
-                        "difficulty record", shared)
+            log.warning(
+                "%d problem names appear in more than one training dataset: each such name has one "
+                "difficulty record",
+                shared,
+            )
 
     def __len__(self) -> int:
         return sum(len(loader) for loader in self.loaders)

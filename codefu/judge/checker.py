@@ -168,4 +168,3 @@ def interpret_checker_exit(
     if exit_code > 128:  # the sandbox reports a signal N as 128 + N
         return ours(f"crashed (exit {exit_code}: killed by {_signal_name(exit_code - 128)})")
     return ours(f"exited with status {exit_code}, which is not a testlib verdict")
-

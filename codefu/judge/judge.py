@@ -269,9 +269,7 @@ class Judge:
             results = self._run_tests(problem, program, compiled, tests, cancel)
         passed = sum(r.status is Status.ACCEPTED for r in results if r is not None)
         # a test a checker gave partial points counts as that fraction in the score
-        score = sum(
-            1.0 if r.status is Status.ACCEPTED else r.points or 0.0 for r in results if r is not None
-        )
+        score = sum(1.0 if r.status is Status.ACCEPTED else r.points or 0.0 for r in results if r is not None)
         first_failure = next(
             (i for i, r in enumerate(results) if r is not None and r.status is not Status.ACCEPTED), None
         )

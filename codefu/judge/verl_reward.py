@@ -72,8 +72,13 @@ def compute_score(
     if url is not None:
         if max_tests is not None or seed != 0:
             raise ValueError("compute_score: with url, the service's --max-tests and --seed apply; drop them")
-        body = {"response": solution_str if isinstance(solution_str, str) else "", "data_source": data_source,
-                "ground_truth": ground_truth, "extra_info": extra_info, "reward": reward}
+        body = {
+            "response": solution_str if isinstance(solution_str, str) else "",
+            "data_source": data_source,
+            "ground_truth": ground_truth,
+            "extra_info": extra_info,
+            "reward": reward,
+        }
         return _scored(_post_judge(url, body, token, timeout_s))
     row = {"data_source": data_source, "reward_model": {"ground_truth": ground_truth}}
     row["extra_info"] = extra_info
@@ -84,8 +89,12 @@ def compute_score(
     if not problem.public_tests and not problem.private_tests:
         raise ValueError(f"compute_score: the ground_truth of {problem.name!r} ({data_source}) has no tests")
     verdict = _judge(max_tests, seed).judge(problem, solution_str if isinstance(solution_str, str) else "")
-    record = {"reward": compute_reward(verdict, reward), "status": verdict.status.value,
-              "passed": verdict.passed, "total": verdict.total}
+    record = {
+        "reward": compute_reward(verdict, reward),
+        "status": verdict.status.value,
+        "passed": verdict.passed,
+        "total": verdict.total,
+    }
     return _scored(record)
 
 

@@ -64,8 +64,11 @@ def _verdict_mix(metrics: Mapping[str, float]) -> str:
     for code in CONSOLE_VERDICTS:
         value = metrics.get(M.VERDICT_PREFIX + code)
         parts.append(f"{code} {MISSING if value is None else format(100 * float(value), '.0f'):>3}")
-    others = [metrics[M.VERDICT_PREFIX + c] for c in M.VERDICT_CODES.values() if c not in CONSOLE_VERDICTS
-              and M.VERDICT_PREFIX + c in metrics]
+    others = [
+        metrics[M.VERDICT_PREFIX + c]
+        for c in M.VERDICT_CODES.values()
+        if c not in CONSOLE_VERDICTS and M.VERDICT_PREFIX + c in metrics
+    ]
     other = format(100 * math.fsum(others), ".0f") if others else MISSING
     parts.append(f"ot {other:>3}")
     return " ".join(parts)

@@ -35,7 +35,16 @@ from codefu.types import Problem, Status
 
 #: The metric namespaces (ARCHITECTURE example 10, plus `optim/*` from the trainer).
 NAMESPACES: tuple[str, ...] = (
-    "rollout", "judge", "reward", "loss", "policy", "optim", "perf", "timing", "eval", "data",
+    "rollout",
+    "judge",
+    "reward",
+    "loss",
+    "policy",
+    "optim",
+    "perf",
+    "timing",
+    "eval",
+    "data",
 )
 
 # The keys the console line reads; the loop should emit these names.

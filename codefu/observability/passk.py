@@ -123,10 +123,13 @@ def per_problem_pass_at_k(results: Mapping[str, Sequence[bool]], k: int) -> dict
         raise ValueError(f"need k >= 1, got k={k}")
     short = sorted(name for name, r in results.items() if len(r) < k)
     if short:
-        raise ValueError(f"pass@{k} needs >= {k} samples per problem; {len(short)} problems have fewer, "
-                         f"e.g. {short[:5]}")
-    return {name: pass_at_k(len(results[name]), sum(bool(x) for x in results[name]), k)
-            for name in sorted(results)}
+        raise ValueError(
+            f"pass@{k} needs >= {k} samples per problem; {len(short)} problems have fewer, e.g. {short[:5]}"
+        )
+    return {
+        name: pass_at_k(len(results[name]), sum(bool(x) for x in results[name]), k)
+        for name in sorted(results)
+    }
 
 
 def bootstrap_mean_ci(
@@ -198,8 +201,10 @@ def paired_difference(
     for A and B, i.e. it bootstraps the d_p. Each side needs >= k samples on every common problem."""
     common = sorted(results_a.keys() & results_b.keys())
     if not common:
-        raise ValueError(f"no problem in common: A has {len(results_a)} (e.g. {sorted(results_a)[:3]}), "
-                         f"B has {len(results_b)} (e.g. {sorted(results_b)[:3]})")
+        raise ValueError(
+            f"no problem in common: A has {len(results_a)} (e.g. {sorted(results_a)[:3]}), "
+            f"B has {len(results_b)} (e.g. {sorted(results_b)[:3]})"
+        )
     try:
         xa = per_problem_pass_at_k({p: results_a[p] for p in common}, k)
     except ValueError as e:
@@ -280,8 +285,8 @@ def passk_metrics_with_ci(
 ) -> dict[str, float]:
     """passk_metrics of `results` (per bucket too with `bucket_of`) and their intervals, for the sinks:
 
-        {"eval/pass@1": v, "eval/pass@1_ci_low": lo, "eval/pass@1_ci_high": hi, ...,
-         "eval/pass@1/easy": ..., "eval/pass@1_ci_low/easy": ..., ...}"""
+    {"eval/pass@1": v, "eval/pass@1_ci_low": lo, "eval/pass@1_ci_high": hi, ...,
+     "eval/pass@1/easy": ..., "eval/pass@1_ci_low/easy": ..., ...}"""
     ks = sorted(set(ks))
     buckets = by_bucket(results, bucket_of, ks) if bucket_of is not None else None
     out = passk_metrics(pass_at_k_table(results, ks), buckets, prefix)

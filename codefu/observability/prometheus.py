@@ -103,8 +103,9 @@ def gauge_samples(step: int, metrics: Mapping[str, float]) -> dict[Series, float
             raise ValueError(f"metrics {source[series]!r} and {key!r} map to one series {series}")
         known = names.setdefault(series.name, (series.label_names, key))
         if known[0] != series.label_names:
-            raise ValueError(f"{series.name}: labels {known[0]} from {known[1]!r} but {series.label_names} "
-                             f"from {key!r}")
+            raise ValueError(
+                f"{series.name}: labels {known[0]} from {known[1]!r} but {series.label_names} from {key!r}"
+            )
         source[series] = key
         out[series] = float(value)
     return out
@@ -196,8 +197,9 @@ class DriverExporter:
             for s, v in values.items():
                 by_name.setdefault(s.name, []).append((s, v))
             for name, items in sorted(by_name.items()):
-                family = family_type(name, help_text.get(name, _HELP.get(name, name)),
-                                     labels=list(items[0][0].label_names))
+                family = family_type(
+                    name, help_text.get(name, _HELP.get(name, name)), labels=list(items[0][0].label_names)
+                )
                 for s, v in items:
                     family.add_metric([lv for _, lv in s.labels], v)
                 yield family
@@ -230,7 +232,8 @@ class RayExporter:
         for s, v in gauges.items():
             if math.isfinite(v):  # Ray's exporter leaves a NaN gauge out anyway; say so here
                 self._metric("gauge", s, help_text.get(s.name, _HELP.get(s.name, s.name))).set(
-                    v, tags=dict(s.labels))
+                    v, tags=dict(s.labels)
+                )
 
     def inc(self, counters: Mapping[Series, float]) -> None:
         for s, v in counters.items():
@@ -272,8 +275,12 @@ class PrometheusSink(SinkBase):
     """Each step's record as Prometheus gauges and counters through the given exporters; writes the
     run's scrape targets (file_sd format) to RUN_DIR/prometheus_targets.json."""
 
-    def __init__(self, run_dir: str | os.PathLike[str], exporters: Sequence[DriverExporter | RayExporter],
-                 run: str | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        exporters: Sequence[DriverExporter | RayExporter],
+        run: str | None = None,
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.run = run or self.run_dir.resolve().name
         self.exporters = list(exporters)
@@ -295,8 +302,10 @@ class PrometheusSink(SinkBase):
             e.inc(counters)
 
     def judge_load(self, queued: int, in_flight: int) -> None:
-        gauges = {with_run(Series(QUEUE_DEPTH), self.run): float(queued),
-                  with_run(Series(IN_FLIGHT), self.run): float(in_flight)}
+        gauges = {
+            with_run(Series(QUEUE_DEPTH), self.run): float(queued),
+            with_run(Series(IN_FLIGHT), self.run): float(in_flight),
+        }
         for e in self.exporters:
             e.set(gauges, {})
 
@@ -314,8 +323,13 @@ def set_judge_load(queued: int, in_flight: int) -> None:
         sink.judge_load(queued, in_flight)
 
 
-def open_prometheus(run_dir: str | os.PathLike[str], ray_path: bool, port: int | None,
-                    host: str = "127.0.0.1", final_scrape_s: float = 0.0) -> PrometheusSink | None:
+def open_prometheus(
+    run_dir: str | os.PathLike[str],
+    ray_path: bool,
+    port: int | None,
+    host: str = "127.0.0.1",
+    final_scrape_s: float = 0.0,
+) -> PrometheusSink | None:
     """A PrometheusSink for the chosen paths, or None when both are off. The Ray path needs Ray to be
     initialized (it is skipped, with a warning, when it is not)."""
     exporters: list[DriverExporter | RayExporter] = []

@@ -36,8 +36,15 @@ REPORT_FILE = "report.html"
 
 #: One color per verdict code, kept across plots and runs.
 VERDICT_COLORS = {
-    "AC": "#2ca02c", "WA": "#d62728", "TL": "#ff7f0e", "ML": "#9467bd", "RE": "#8c564b",
-    "OL": "#e377c2", "CE": "#7f7f7f", "NC": "#bcbd22", "SE": "#17becf",
+    "AC": "#2ca02c",
+    "WA": "#d62728",
+    "TL": "#ff7f0e",
+    "ML": "#9467bd",
+    "RE": "#8c564b",
+    "OL": "#e377c2",
+    "CE": "#7f7f7f",
+    "NC": "#bcbd22",
+    "SE": "#17becf",
 }
 PHASES = ("generate", "judge", "judge_tail", "train", "sync")
 #: Steps in the training pass rate's rolling mean.
@@ -97,7 +104,7 @@ def total_steps(data: RunData) -> int | None:
 
 
 def run_status(data: RunData, now: float | None = None) -> str:
-    """"finished", or where an unfinished run stands (it may be running or stopped: only the files say)."""
+    """ "finished", or where an unfinished run stands (it may be running or stopped: only the files say)."""
     last = data.records[-1]["step"] if data.records else 0
     total = total_steps(data)
     if total is not None and last >= total:
@@ -133,8 +140,10 @@ def rolling_mean(values: Sequence[float], window: int = ROLLING_WINDOW) -> list[
     points average what there is so far. Over the values given (the steps that have the metric)."""
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
-    return [math.fsum(values[max(0, i - window + 1) : i + 1]) / (i + 1 - max(0, i - window + 1))
-            for i in range(len(values))]
+    return [
+        math.fsum(values[max(0, i - window + 1) : i + 1]) / (i + 1 - max(0, i - window + 1))
+        for i in range(len(values))
+    ]
 
 
 def interval(row: Mapping[str, Any], key: str) -> tuple[float, float] | None:
@@ -155,6 +164,7 @@ def with_rates(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 # ---- plots: each returns a matplotlib Figure, or None when the run has none of its metrics -------------
+
 
 def _figure(ncols: int = 1, height: float = 3.2) -> tuple[Any, list[Any]]:
     from matplotlib.figure import Figure
@@ -179,9 +189,14 @@ def _band(ax: Any, records: Sequence[Mapping[str, Any]], prefix: str, color: str
     if std:
         s = [st for st in steps if st in std]
         m = [v for st, v in zip(steps, mean, strict=True) if st in std]
-        ax.fill_between(s, [v - std[st] for st, v in zip(s, m, strict=True)],
-                        [v + std[st] for st, v in zip(s, m, strict=True)], color=color, alpha=0.2,
-                        label="± std")
+        ax.fill_between(
+            s,
+            [v - std[st] for st, v in zip(s, m, strict=True)],
+            [v + std[st] for st, v in zip(s, m, strict=True)],
+            color=color,
+            alpha=0.2,
+            label="± std",
+        )
     for end in ("min", "max"):
         xs, ys = series(records, prefix + end)
         if xs:
@@ -211,10 +226,22 @@ def plot_train_pass_rate(records: Sequence[Mapping[str, Any]]) -> Any | None:
     if not steps:
         return None
     fig, (ax,) = _figure()
-    ax.plot(steps, [100 * v for v in rate], color="#2ca02c", alpha=0.45, linewidth=1,
-            marker="." if len(steps) < 60 else None, label="per step")
-    ax.plot(steps, [100 * v for v in rolling_mean(rate)], color="#1a6b1a", linewidth=2.2,
-            label=f"rolling mean ({ROLLING_WINDOW} steps)")
+    ax.plot(
+        steps,
+        [100 * v for v in rate],
+        color="#2ca02c",
+        alpha=0.45,
+        linewidth=1,
+        marker="." if len(steps) < 60 else None,
+        label="per step",
+    )
+    ax.plot(
+        steps,
+        [100 * v for v in rolling_mean(rate)],
+        color="#1a6b1a",
+        linewidth=2.2,
+        label=f"rolling mean ({ROLLING_WINDOW} steps)",
+    )
     ax.set_ylabel("training pass rate (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=8)
@@ -223,8 +250,9 @@ def plot_train_pass_rate(records: Sequence[Mapping[str, Any]]) -> Any | None:
 
 def source_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """The dataset sources with a `data/pass_rate/<source>` key in the records, sorted."""
-    return sorted({key[len(M.SOURCE_PASS_RATE):] for r in records for key in r
-                   if key.startswith(M.SOURCE_PASS_RATE)})
+    return sorted(
+        {key[len(M.SOURCE_PASS_RATE) :] for r in records for key in r if key.startswith(M.SOURCE_PASS_RATE)}
+    )
 
 
 def plot_source_pass_rate(records: Sequence[Mapping[str, Any]]) -> Any | None:
@@ -252,14 +280,29 @@ def plot_passk(records: Sequence[Mapping[str, Any]]) -> Any | None:
     for k, bucket, key in keys:
         steps, values = series(records, key)
         label = f"pass@{k}" + (f" {bucket}" if bucket else "")
-        ax.plot(steps, [100 * v for v in values], marker="o", color=color[k],
-                linestyle=styles[bucket] if bucket else "-", label=label)
+        ax.plot(
+            steps,
+            [100 * v for v in values],
+            marker="o",
+            color=color[k],
+            linestyle=styles[bucket] if bucket else "-",
+            label=label,
+        )
         rows = {int(r["step"]): r for r in records}
         bars = [(s, v, ci) for s, v in zip(steps, values, strict=True) if (ci := interval(rows[s], key))]
         if bars:  # the 95% bootstrap interval over problems, where the run logs it
-            ax.errorbar([s for s, _, _ in bars], [100 * v for _, v, _ in bars], fmt="none", ecolor=color[k],
-                        capsize=3, alpha=0.7, yerr=[[100 * max(0.0, v - lo) for _, v, (lo, _) in bars],
-                                                    [100 * max(0.0, hi - v) for _, v, (_, hi) in bars]])
+            ax.errorbar(
+                [s for s, _, _ in bars],
+                [100 * v for _, v, _ in bars],
+                fmt="none",
+                ecolor=color[k],
+                capsize=3,
+                alpha=0.7,
+                yerr=[
+                    [100 * max(0.0, v - lo) for _, v, (lo, _) in bars],
+                    [100 * max(0.0, hi - v) for _, v, (_, hi) in bars],
+                ],
+            )
     ax.set_ylabel("validation pass@k (%)")
     ax.set_ylim(0, 100)
     ax.legend(fontsize=8, ncol=3)
@@ -274,8 +317,9 @@ def plot_verdicts(records: Sequence[Mapping[str, Any]]) -> Any | None:
     rows = {int(r["step"]): r for r in records}
     stacks = [[100 * float(rows[s].get(M.VERDICT_PREFIX + c) or 0.0) for s in steps] for c in codes]
     fig, (ax,) = _figure()
-    ax.stackplot(steps, stacks, labels=codes, colors=[VERDICT_COLORS.get(c, "#333333") for c in codes],
-                 alpha=0.85)
+    ax.stackplot(
+        steps, stacks, labels=codes, colors=[VERDICT_COLORS.get(c, "#333333") for c in codes], alpha=0.85
+    )
     ax.set_ylabel("share of samples (%)")
     ax.set_ylim(0, 100)
     ax.set_xlim(min(steps), max(steps) if len(steps) > 1 else min(steps) + 1)
@@ -354,31 +398,63 @@ class Section:
 
 
 SECTIONS: tuple[Section, ...] = (
-    Section("Reward and pass rate", plot_reward, "no reward/mean or judge/pass_rate yet",
-            "mean shaped reward over the step's scored samples; pass rate = AC / (samples − SE)"),
-    Section("Training pass rate", plot_train_pass_rate, "no judge/pass_rate yet",
-            "judge/pass_rate: accepted / judged samples of each step, every sample generated (dynamic "
-            f"sampling's dropped groups too), sandbox errors left out; the thick line is its trailing mean "
-            f"over {ROLLING_WINDOW} steps"),
-    Section("Pass rate per source", plot_source_pass_rate, "no data/pass_rate/<source> metrics yet",
-            "data/pass_rate/<source>: the training pass rate of each dataset source's samples (as "
-            f"judge/pass_rate); thin: per step, thick: trailing mean over {ROLLING_WINDOW} steps. The table: "
-            "the last step's rate, the trailing mean, and the prompts of each source over the run "
-            "(data/prompts/<source>)"),
-    Section("Validation pass@k", plot_passk, "no validation yet (loop.val_every, and at the end)",
-            "unbiased pass@k on the held-out problems; one color per k, broken lines per difficulty bucket; "
-            "error bars: the 95% bootstrap interval over problems, where the run logs it "
-            "(eval/pass@k_ci_low, eval/pass@k_ci_high)"),
-    Section("Verdict mix", plot_verdicts, "no judge/verdict/* metrics yet",
-            "share of each step's samples by verdict (SE: sandbox error, ours, not the model's)"),
-    Section("Response length", plot_length, "no rollout/response_len_mean yet",
-            "tokens per response: the mean, its ± std band and min / max where the run records them"),
+    Section(
+        "Reward and pass rate",
+        plot_reward,
+        "no reward/mean or judge/pass_rate yet",
+        "mean shaped reward over the step's scored samples; pass rate = AC / (samples − SE)",
+    ),
+    Section(
+        "Training pass rate",
+        plot_train_pass_rate,
+        "no judge/pass_rate yet",
+        "judge/pass_rate: accepted / judged samples of each step, every sample generated (dynamic "
+        f"sampling's dropped groups too), sandbox errors left out; the thick line is its trailing mean "
+        f"over {ROLLING_WINDOW} steps",
+    ),
+    Section(
+        "Pass rate per source",
+        plot_source_pass_rate,
+        "no data/pass_rate/<source> metrics yet",
+        "data/pass_rate/<source>: the training pass rate of each dataset source's samples (as "
+        f"judge/pass_rate); thin: per step, thick: trailing mean over {ROLLING_WINDOW} steps. The table: "
+        "the last step's rate, the trailing mean, and the prompts of each source over the run "
+        "(data/prompts/<source>)",
+    ),
+    Section(
+        "Validation pass@k",
+        plot_passk,
+        "no validation yet (loop.val_every, and at the end)",
+        "unbiased pass@k on the held-out problems; one color per k, broken lines per difficulty bucket; "
+        "error bars: the 95% bootstrap interval over problems, where the run logs it "
+        "(eval/pass@k_ci_low, eval/pass@k_ci_high)",
+    ),
+    Section(
+        "Verdict mix",
+        plot_verdicts,
+        "no judge/verdict/* metrics yet",
+        "share of each step's samples by verdict (SE: sandbox error, ours, not the model's)",
+    ),
+    Section(
+        "Response length",
+        plot_length,
+        "no rollout/response_len_mean yet",
+        "tokens per response: the mean, its ± std band and min / max where the run records them",
+    ),
     Section("KL, entropy, clip fraction", plot_policy, "no loss/kl, policy/entropy or policy/clip_frac yet"),
-    Section("Time per phase", plot_phases, "no timing/* metrics yet",
-            "wall seconds per step, stacked by phase; the black line is the whole step"),
-    Section("Throughput", plot_throughput, "no judge/submissions_per_s or rollout/tokens_per_s yet",
-            "judge: submissions judged per second of the judge phase; rollout: response tokens per second "
-            "of the generate phase"),
+    Section(
+        "Time per phase",
+        plot_phases,
+        "no timing/* metrics yet",
+        "wall seconds per step, stacked by phase; the black line is the whole step",
+    ),
+    Section(
+        "Throughput",
+        plot_throughput,
+        "no judge/submissions_per_s or rollout/tokens_per_s yet",
+        "judge: submissions judged per second of the judge phase; rollout: response tokens per second "
+        "of the generate phase",
+    ),
 )
 
 
@@ -400,10 +476,15 @@ def render_plots(records: Sequence[Mapping[str, Any]]) -> list[tuple[Section, by
 # ---- the page -------------------------------------------------------------------------------------------
 
 _SUMMARY_KEYS = (
-    (M.REWARD_MEAN, "reward", "{:+.3f}"), (M.PASS_RATE, "pass rate", "{:.1%}"),
-    (M.RESPONSE_LEN, "response length", "{:.0f}"), (M.KL, "KL", "{:.2e}"), (M.ENTROPY, "entropy", "{:.3f}"),
-    (M.CLIP_FRAC, "clip fraction", "{:.3f}"), (M.TIME_STEP, "step time (s)", "{:.1f}"),
-    (M.JUDGE_PER_S, "judge submissions/s", "{:.1f}"), (M.ROLLOUT_TOKENS_PER_S, "rollout tokens/s", "{:.0f}"),
+    (M.REWARD_MEAN, "reward", "{:+.3f}"),
+    (M.PASS_RATE, "pass rate", "{:.1%}"),
+    (M.RESPONSE_LEN, "response length", "{:.0f}"),
+    (M.KL, "KL", "{:.2e}"),
+    (M.ENTROPY, "entropy", "{:.3f}"),
+    (M.CLIP_FRAC, "clip fraction", "{:.3f}"),
+    (M.TIME_STEP, "step time (s)", "{:.1f}"),
+    (M.JUDGE_PER_S, "judge submissions/s", "{:.1f}"),
+    (M.ROLLOUT_TOKENS_PER_S, "rollout tokens/s", "{:.0f}"),
 )
 
 _CSS = """
@@ -424,8 +505,10 @@ def _summary(records: Sequence[Mapping[str, Any]]) -> str:
         steps, values = series(records, key)
         if steps:
             first, last = fmt.format(values[0]), fmt.format(values[-1])
-            rows.append(f"<tr><th>{html.escape(label)}</th><td>{first}</td><td>{last}</td>"
-                        f"<td>{steps[-1]}</td><td><code>{html.escape(key)}</code></td></tr>")
+            rows.append(
+                f"<tr><th>{html.escape(label)}</th><td>{first}</td><td>{last}</td>"
+                f"<td>{steps[-1]}</td><td><code>{html.escape(key)}</code></td></tr>"
+            )
     if not rows:
         return '<p class="missing">no steps written yet</p>'
     head = "<tr><th></th><th>first</th><th>last</th><th>at step</th><th>key</th></tr>"
@@ -452,24 +535,28 @@ def _passk_table(records: Sequence[Mapping[str, Any]]) -> str:
                 text += f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
             cells.append(f"<td>{text}</td>")
         lines.append(f"<tr><th>{html.escape(b or 'all')}</th>{''.join(cells)}</tr>")
-    return f"<p class=\"note\">at step {last}:</p><table><tr><th></th>{head}</tr>{''.join(lines)}</table>"
+    return f'<p class="note">at step {last}:</p><table><tr><th></th>{head}</tr>{"".join(lines)}</table>'
 
 
 def _source_table(records: Sequence[Mapping[str, Any]]) -> str:
     sources = [s for s in source_keys(records) if series(records, M.SOURCE_PASS_RATE + s)[0]]
     if not sources:
         return ""
-    head = ("<tr><th>source</th><th>pass rate</th><th>at step</th>"
-            f"<th>mean of last {ROLLING_WINDOW}</th><th>prompts</th><th>share</th></tr>")
+    head = (
+        "<tr><th>source</th><th>pass rate</th><th>at step</th>"
+        f"<th>mean of last {ROLLING_WINDOW}</th><th>prompts</th><th>share</th></tr>"
+    )
     prompts = {s: math.fsum(series(records, M.SOURCE_PROMPTS + s)[1]) for s in sources}
     total = math.fsum(prompts.values())
     lines = []
     for source in sources:
         steps, rate = series(records, M.SOURCE_PASS_RATE + source)
         share = f"{100 * prompts[source] / total:.1f}%" if total else "-"
-        lines.append(f"<tr><th>{html.escape(source)}</th><td>{100 * rate[-1]:.1f}%</td><td>{steps[-1]}</td>"
-                     f"<td>{100 * rolling_mean(rate)[-1]:.1f}%</td><td>{prompts[source]:.0f}</td>"
-                     f"<td>{share}</td></tr>")
+        lines.append(
+            f"<tr><th>{html.escape(source)}</th><td>{100 * rate[-1]:.1f}%</td><td>{steps[-1]}</td>"
+            f"<td>{100 * rolling_mean(rate)[-1]:.1f}%</td><td>{prompts[source]:.0f}</td>"
+            f"<td>{share}</td></tr>"
+        )
     return f"<table>{head}{''.join(lines)}</table>"
 
 
@@ -479,34 +566,37 @@ def render_html(
     """The page, from the run's files and the plots' PNG bytes (pure: no file is read)."""
     name = html.escape(data.run_dir.resolve().name)
     parts = [
-        f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>codefu run {name}</title>",
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>codefu run {name}</title>',
         f"<style>{_CSS}</style></head><body>",
         f"<h1>codefu run <code>{name}</code></h1>",
-        f"<p class=\"status\">{html.escape(run_status(data, now))}; checkpoints at steps "
+        f'<p class="status">{html.escape(run_status(data, now))}; checkpoints at steps '
         f"{', '.join(map(str, data.checkpoints)) or 'none yet'}; report made "
         f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}</p>",
-        "<h2>Summary</h2>", _summary(with_rates(data.records)),
+        "<h2>Summary</h2>",
+        _summary(with_rates(data.records)),
     ]
     for section, image in plots:
         parts.append(f"<h2>{html.escape(section.title)}</h2>")
         if section.note:
-            parts.append(f"<p class=\"note\">{html.escape(section.note)}</p>")
+            parts.append(f'<p class="note">{html.escape(section.note)}</p>')
         if image is None:
-            parts.append(f"<p class=\"missing\">{html.escape(section.missing)}</p>")
+            parts.append(f'<p class="missing">{html.escape(section.missing)}</p>')
         else:
             src = "data:image/png;base64," + base64.b64encode(image).decode()
-            parts.append(f"<img class=\"plot\" alt=\"{html.escape(section.title)}\" src=\"{src}\">")
+            parts.append(f'<img class="plot" alt="{html.escape(section.title)}" src="{src}">')
         if section.plot is plot_passk:
             parts.append(_passk_table(data.records))
         if section.plot is plot_source_pass_rate:
             parts.append(_source_table(data.records))
     parts.append("<h2>Config</h2>")
     if data.config_text is None:
-        parts.append(f"<p class=\"missing\">no {CONFIG_FILE} in the run directory</p>")
+        parts.append(f'<p class="missing">no {CONFIG_FILE} in the run directory</p>')
     else:
         lines = data.config_text.count("\n")
-        parts.append(f"<details open><summary>{CONFIG_FILE} ({lines} lines)</summary>"
-                     f"<pre>{html.escape(data.config_text)}</pre></details>")
+        parts.append(
+            f"<details open><summary>{CONFIG_FILE} ({lines} lines)</summary>"
+            f"<pre>{html.escape(data.config_text)}</pre></details>"
+        )
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -78,8 +78,14 @@ class MlflowSink(SinkBase):
     """One MLflow run per session: metrics by step (keys through `mlflow_key`), the run config as params,
     tags codefu.run_dir and, when resumed, codefu.resumed_from_step."""
 
-    def __init__(self, run_dir: str | os.PathLike[str], cfg: MlflowConfig, params: Mapping[str, Any],
-                 replay: Sequence[Record] = (), resume_step: int | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        cfg: MlflowConfig,
+        params: Mapping[str, Any],
+        replay: Sequence[Record] = (),
+        resume_step: int | None = None,
+    ) -> None:
         _need("mlflow", "mlflow")
         from mlflow.entities import Param
         from mlflow.tracking import MlflowClient
@@ -123,8 +129,14 @@ class WandbSink(SinkBase):
     """One W&B run per session (offline by default: files under RUN_DIR/wandb), grouped by the run
     directory's name; the run config as the W&B config."""
 
-    def __init__(self, run_dir: str | os.PathLike[str], cfg: WandbConfig, config: Mapping[str, Any],
-                 replay: Sequence[Record] = (), resume_step: int | None = None) -> None:
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str],
+        cfg: WandbConfig,
+        config: Mapping[str, Any],
+        replay: Sequence[Record] = (),
+        resume_step: int | None = None,
+    ) -> None:
         wandb = _need("wandb", "wandb")
         run_dir = Path(run_dir).resolve()
         self.run = wandb.init(

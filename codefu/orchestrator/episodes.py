@@ -93,8 +93,16 @@ class Episode:
                 logprobs += [0.0] * len(f)
                 mask += [0] * len(f)
         last = self.final
-        return Completion(self.prompt_index, self.sample_index, self.prompt_ids, ids, last.text, logprobs,
-                          last.finish_reason, loss_mask=mask)
+        return Completion(
+            self.prompt_index,
+            self.sample_index,
+            self.prompt_ids,
+            ids,
+            last.text,
+            logprobs,
+            last.finish_reason,
+            loss_mask=mask,
+        )
 
 
 #: One turn: (prompts, sampling, owners) -> the completions in (prompt, sample) order and, when `owners` is
@@ -306,7 +314,7 @@ def clip(text: str, chars: int) -> str:
         return text
     head = chars * 2 // 3
     tail = chars - head
-    return f"{text[:head]}\n... ({len(text) - chars} characters cut) ...\n{text[len(text) - tail:]}"
+    return f"{text[:head]}\n... ({len(text) - chars} characters cut) ...\n{text[len(text) - tail :]}"
 
 
 def _block(title: str, text: str, chars: int) -> str:
@@ -359,8 +367,9 @@ def episode_metrics(episodes: list[Episode], scores: list[Score], turns: int) ->
         checked = [e.checks[t - 1].passed for e in episodes if len(e.checks) >= t]
         if t < turns and checked:
             out[f"rollout/public_pass_turn{t}"] = sum(checked) / len(checked)
-        ended = [s.passed for e, s in zip(episodes, scores, strict=True)
-                 if e.turns == t and s.reward is not None]
+        ended = [
+            s.passed for e, s in zip(episodes, scores, strict=True) if e.turns == t and s.reward is not None
+        ]
         if ended:
             out[f"judge/pass_rate_turn{t}"] = sum(ended) / len(ended)
     return out

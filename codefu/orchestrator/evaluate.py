@@ -83,27 +83,45 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling; 1.0: off")
     p.add_argument("--top-k", type=int, default=0, help="sample among the k likeliest tokens; 0: off")
-    p.add_argument("--engine", default="transformers", choices=["transformers", "native"],
-                   help="rollout backend (docs/rollout.md); native: paged KV cache, continuous batching")
+    p.add_argument(
+        "--engine",
+        default="transformers",
+        choices=["transformers", "native"],
+        help="rollout backend (docs/rollout.md); native: paged KV cache, continuous batching",
+    )
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="cpu")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--language", default="python", help="asked for when a problem has no prompt of its own")
     p.add_argument("--reward", default="codefu", choices=sorted(REWARDS))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--turns", type=int, default=1,
-                   help="self-repair: up to this many turns per sample, with the judge's feedback on the "
-                        "public tests between them (needs --n >= --turns)")
-    p.add_argument("--sandbox", default="bwrap", choices=["bwrap", "none"],
-                   help="none: programs run WITHOUT isolation (no bubblewrap there; trusted code only)")
+    p.add_argument(
+        "--turns",
+        type=int,
+        default=1,
+        help="self-repair: up to this many turns per sample, with the judge's feedback on the "
+        "public tests between them (needs --n >= --turns)",
+    )
+    p.add_argument(
+        "--sandbox",
+        default="bwrap",
+        choices=["bwrap", "none"],
+        help="none: programs run WITHOUT isolation (no bubblewrap there; trusted code only)",
+    )
     p.add_argument("--out", default=None, help="write the results as JSON here")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--problems", default=None, help="comma-separated problem names: evaluate only these")
-    which.add_argument("--split-file", default=None,
-                       help='JSON list of problem names, or {"train": [...], "heldout": [...]} with --split')
+    which.add_argument(
+        "--split-file",
+        default=None,
+        help='JSON list of problem names, or {"train": [...], "heldout": [...]} with --split',
+    )
     p.add_argument("--split", default=None, help="which list of --split-file's object, e.g. heldout")
-    p.add_argument("--baseline", default=None,
-                   help="a previous --out .json of this dataset, or a model (PATH, smollm2), to compare with")
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="a previous --out .json of this dataset, or a model (PATH, smollm2), to compare with",
+    )
     p.set_defaults(run=run)
 
 
@@ -165,8 +183,15 @@ def compare(
         except ValueError as e:
             raise CodefuError(f"--baseline: {e}") from None
         out |= {"problems": d["problems"], "only_a": d["only_a"], "only_b": d["only_b"]}
-        out[f"pass@{k}"] = {"diff": d["diff"], "ci95": [d["ci_low"], d["ci_high"]], "a": d["a"], "b": d["b"],
-                            "better": d["better"], "worse": d["worse"], "equal": d["equal"]}
+        out[f"pass@{k}"] = {
+            "diff": d["diff"],
+            "ci95": [d["ci_low"], d["ci_high"]],
+            "a": d["a"],
+            "b": d["b"],
+            "better": d["better"],
+            "worse": d["worse"],
+            "equal": d["equal"],
+        }
     return out
 
 
@@ -177,14 +202,17 @@ def format_comparison(comparison: Mapping[str, Any], ks: list[int]) -> list[str]
     for k in ks:
         c = comparison[f"pass@{k}"]
         lo, hi = c["ci95"]
-        lines.append(f"{'pass@' + str(k):<8}A - B: {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] over "
-                     f"{comparison['problems']} problems (A better on {c['better']}, worse on {c['worse']}, "
-                     f"equal on {c['equal']})")
+        lines.append(
+            f"{'pass@' + str(k):<8}A - B: {c['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] over "
+            f"{comparison['problems']} problems (A better on {c['better']}, worse on {c['worse']}, "
+            f"equal on {c['equal']})"
+        )
     return lines
 
 
 def format_turns(report: Mapping[str, Any]) -> list[str]:
     """The self-repair lines of `turn_report`'s dict: pass@1 after each turn, then against sampling."""
+
     def cell(c: Mapping[str, Any], sign: str = "") -> str:
         lo, hi = c["ci95"]
         return f"{c['pass@1']:{sign}.4f} [{lo:{sign}.3f}, {hi:{sign}.3f}]"
@@ -208,14 +236,17 @@ def split_names(path: str, split: str | None) -> list[str]:
         raise CodefuError(f"--split-file {path}: {e}") from None
     if isinstance(data, dict):
         if split is None or split not in data:
-            raise CodefuError(f"--split-file {path} holds the splits {sorted(data)}: choose one with --split"
-                              + ("" if split is None else f" (no split {split!r})"))
+            raise CodefuError(
+                f"--split-file {path} holds the splits {sorted(data)}: choose one with --split"
+                + ("" if split is None else f" (no split {split!r})")
+            )
         data = data[split]
     elif split is not None:
         raise CodefuError(f"--split {split}: --split-file {path} is one list of names, not named splits")
     if not isinstance(data, list) or not all(isinstance(x, str) for x in data):
-        raise CodefuError(f"--split-file {path}: expected a list of problem names"
-                          + (f" under {split!r}" if split else ""))
+        raise CodefuError(
+            f"--split-file {path}: expected a list of problem names" + (f" under {split!r}" if split else "")
+        )
     return data
 
 
@@ -224,8 +255,10 @@ def select_problems(problems: list[Problem], names: list[str], source: str) -> l
     have = {p.name for p in problems}
     missing = [name for name in dict.fromkeys(names) if name not in have]
     if missing:
-        raise CodefuError(f"{source}: {len(missing)} of {len(set(names))} problem names are not in the "
-                          f"dataset, e.g. {missing[:5]}")
+        raise CodefuError(
+            f"{source}: {len(missing)} of {len(set(names))} problem names are not in the "
+            f"dataset, e.g. {missing[:5]}"
+        )
     wanted = set(names)
     return [p for p in problems if p.name in wanted]
 
@@ -237,24 +270,31 @@ def load_baseline(path: str, dataset: str, sampling: Mapping[str, Any]) -> dict[
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise CodefuError(f"--baseline {path}: {e}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("per_problem"), dict) or not isinstance(
-        data.get("n"), int
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("per_problem"), dict)
+        or not isinstance(data.get("n"), int)
     ):
-        raise CodefuError(f"--baseline {path}: no per_problem and n (an --out file of an older codefu "
-                          "eval?); evaluate the baseline again")
+        raise CodefuError(
+            f"--baseline {path}: no per_problem and n (an --out file of an older codefu "
+            "eval?); evaluate the baseline again"
+        )
     n = data["n"]
     bad = [name for name, c in data["per_problem"].items() if not isinstance(c, int) or not 0 <= c <= n]
     if bad:
         raise CodefuError(f"--baseline {path}: per_problem counts outside 0..n={n} for {bad[:5]}")
     if data.get("dataset") != dataset:
-        print(f"warning: --baseline {path} was evaluated on {data.get('dataset')!r}, this on {dataset!r}",
-              file=sys.stderr)
+        print(
+            f"warning: --baseline {path} was evaluated on {data.get('dataset')!r}, this on {dataset!r}",
+            file=sys.stderr,
+        )
     theirs = data.get("sampling")
     if isinstance(theirs, dict):
         differ = {k: (theirs[k], v) for k, v in sampling.items() if k in theirs and theirs[k] != v}
         if differ:
-            print(f"warning: --baseline {path} sampled differently (baseline, this): {differ}",
-                  file=sys.stderr)
+            print(
+                f"warning: --baseline {path} sampled differently (baseline, this): {differ}", file=sys.stderr
+            )
     return data
 
 
@@ -274,11 +314,18 @@ def sample_and_judge(
 
     model = str(smollm2_gguf()) if model_arg == "smollm2" else model_arg
     engine = build_engine(
-        EngineConfig(model=model, engine=args.engine, dtype=args.dtype, device=args.device,
-                     batch_size=args.batch_size)
+        EngineConfig(
+            model=model, engine=args.engine, dtype=args.dtype, device=args.device, batch_size=args.batch_size
+        )
     )
-    sampling = SamplingParams(n=args.n, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                              max_new_tokens=args.max_new_tokens, seed=args.seed)
+    sampling = SamplingParams(
+        n=args.n,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        max_new_tokens=args.max_new_tokens,
+        seed=args.seed,
+    )
     scorer = JudgeScorer(judge, args.reward, progress=f"judge{label}")
     tokenizer = engine.tokenizer
     plan = EpisodePlan(args.turns, follow_up=lambda text, reply: follow_up_ids(tokenizer, text, reply))
@@ -299,8 +346,9 @@ def sample_and_judge(
     return result
 
 
-def print_table(table: Mapping[str, Mapping[str, Any]], ci95: Mapping[str, Mapping[str, list[float]]],
-                ks: list[int]) -> None:
+def print_table(
+    table: Mapping[str, Mapping[str, Any]], ci95: Mapping[str, Mapping[str, list[float]]], ks: list[int]
+) -> None:
     width = 24
     print(f"{'bucket':<10}{'problems':>9}" + "".join(f"{'pass@' + str(k):>{width}}" for k in ks))
     for bucket, row in table.items():
@@ -326,13 +374,20 @@ def run(args: argparse.Namespace) -> int:
     if args.split is not None and args.split_file is None:
         raise CodefuError("--split needs --split-file")
     if not 1 <= args.turns <= args.n:
-        raise CodefuError(f"--turns {args.turns}: must be between 1 and --n {args.n} (the comparison with "
-                          "sampling draws --turns of the n first turns)")
+        raise CodefuError(
+            f"--turns {args.turns}: must be between 1 and --n {args.n} (the comparison with "
+            "sampling draws --turns of the n first turns)"
+        )
     from codefu.data.loader import load_problems
     from codefu.data.starter import load_starter_problems
 
-    sampling_info = {"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
-                     "max_new_tokens": args.max_new_tokens, "seed": args.seed}
+    sampling_info = {
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "top_k": args.top_k,
+        "max_new_tokens": args.max_new_tokens,
+        "seed": args.seed,
+    }
     baseline_file = None
     if args.baseline is not None and args.baseline.endswith(".json"):
         baseline_file = load_baseline(args.baseline, args.dataset, sampling_info)
@@ -391,15 +446,25 @@ def run(args: argparse.Namespace) -> int:
             b_ci95 = ci_by_bucket(b_counts, buckets, args.n, ks, seed=args.seed)
             print(f"baseline {args.baseline}:")
             print_table(b_table, b_ci95, ks)
-            b_result = {"model": args.baseline, "dataset": args.dataset, "n": args.n, "ks": ks,
-                        "buckets": b_table, "verdicts": b_statuses, "ci95": b_ci95, "per_problem": b_counts,
-                        "sampling": sampling_info}
+            b_result = {
+                "model": args.baseline,
+                "dataset": args.dataset,
+                "n": args.n,
+                "ks": ks,
+                "buckets": b_table,
+                "verdicts": b_statuses,
+                "ci95": b_ci95,
+                "per_problem": b_counts,
+                "sampling": sampling_info,
+            }
         comparison = {"baseline": args.baseline, "baseline_model": b_model, "baseline_n": b_n}
         comparison |= compare(correct, args.n, b_counts, b_n, ks, seed=args.seed)
         print(f"A = {args.model}, B = {args.baseline}")
         if comparison["only_a"] or comparison["only_b"]:
-            print(f"compared on the {comparison['problems']} problems both have: {comparison['only_a']} "
-                  f"evaluated here only, {comparison['only_b']} in the baseline only")
+            print(
+                f"compared on the {comparison['problems']} problems both have: {comparison['only_a']} "
+                f"evaluated here only, {comparison['only_b']} in the baseline only"
+            )
         for line in format_comparison(comparison, ks):
             print(line)
         if b_result is not None:

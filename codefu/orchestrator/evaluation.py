@@ -126,8 +126,9 @@ def first_public_pick(n: int, m: int, a: int, b: int, k: int) -> tuple[float, fl
     (the submission is uniform over the passing ones drawn, hence over all m). Exact over the draws, for
     1 <= k <= n. Returns both."""
     if not (1 <= k <= n and 0 <= m <= n and 0 <= a <= m and 0 <= b <= n - m):
-        raise ValueError(f"need 1 <= k <= n, 0 <= a <= m <= n, 0 <= b <= n - m; got n={n}, m={m}, a={a}, "
-                         f"b={b}, k={k}")
+        raise ValueError(
+            f"need 1 <= k <= n, 0 <= a <= m <= n, 0 <= b <= n - m; got n={n}, m={m}, a={a}, b={b}, k={k}"
+        )
     q = [1.0]
     for j in range(k):
         q.append(q[-1] * (n - m - j) / (n - j))
@@ -151,8 +152,10 @@ def turn_report(episodes: Mapping[str, Sequence[EpisodeResult]], turns: int, see
     eps = {name: list(e) for name, e in sorted(episodes.items()) if e}
     short = [name for name, e in eps.items() if len(e) < turns]
     if not eps or short:
-        raise ValueError(f"the comparison needs >= {turns} episodes of every problem (--n >= --turns); "
-                         f"too few for {short[:5] or 'every problem'}")
+        raise ValueError(
+            f"the comparison needs >= {turns} episodes of every problem (--n >= --turns); "
+            f"too few for {short[:5] or 'every problem'}"
+        )
     after = {t: [_mean([e.passed[t - 1] for e in es]) for es in eps.values()] for t in range(1, turns + 1)}
     picks, pick_tokens = [], []
     for es in eps.values():
@@ -168,8 +171,8 @@ def turn_report(episodes: Mapping[str, Sequence[EpisodeResult]], turns: int, see
         "turns": turns,
         "problems": len(eps),
         "pass@1_after_turn": {str(t): _cell(v, seed) for t, v in after.items()},
-        "self_repair": _cell(repair, seed) | {"tokens": _mean([_mean([sum(e.tokens) for e in es])
-                                                                for es in eps.values()])},
+        "self_repair": _cell(repair, seed)
+        | {"tokens": _mean([_mean([sum(e.tokens) for e in es]) for es in eps.values()])},
         "sampling": {"samples": turns} | _cell(picks, seed) | {"tokens": _mean(pick_tokens)},
         "diff": _cell(diff, seed),
     }

@@ -108,8 +108,10 @@ def train(
         start = int(extra["step"])
         roles.sync_weights()
         log.info("resumed from %s at step %d", checkpoint, start)
-    sink = MultiSink(sinks) if sinks else open_sinks(
-        cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write
+    sink = (
+        MultiSink(sinks)
+        if sinks
+        else open_sinks(cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write)
     )
     end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
     metrics: dict[str, float] = {}
@@ -421,8 +423,9 @@ def validate(
     n = cfg.loop.val_n
     sampling = sampling_params(cfg, n, seed=cfg.loop.seed + 7)
     with roles.generating():
-        result = sample_and_score(problems, encode, roles.generate, scorer, sampling, label=" (validation)",
-                                  plan=plan)
+        result = sample_and_score(
+            problems, encode, roles.generate, scorer, sampling, label=" (validation)", plan=plan
+        )
     # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems (the last programs)
     out = passk_metrics_with_ci(result.passed, sorted({1, n}), seed=cfg.loop.seed)
     out["eval/reward_mean"] = sum(result.rewards) / max(1, len(result.rewards))
@@ -431,8 +434,15 @@ def validate(
 
 def sampling_params(cfg: RunConfig, n: int, seed: int) -> SamplingParams:
     r = cfg.rollout
-    return SamplingParams(n=n, temperature=r.temperature, top_p=r.top_p, top_k=r.top_k,
-                          max_new_tokens=r.max_new_tokens, seed=seed, stop_token_ids=tuple(r.stop_token_ids))
+    return SamplingParams(
+        n=n,
+        temperature=r.temperature,
+        top_p=r.top_p,
+        top_k=r.top_k,
+        max_new_tokens=r.max_new_tokens,
+        seed=seed,
+        stop_token_ids=tuple(r.stop_token_ids),
+    )
 
 
 def fit_prompts(
@@ -446,7 +456,10 @@ def fit_prompts(
     if len(kept) < len(problems):
         log.warning(
             "%d of %d %s problems have prompts over data.max_prompt_tokens=%d tokens: skipped",
-            len(problems) - len(kept), len(problems), split, max_tokens,
+            len(problems) - len(kept),
+            len(problems),
+            split,
+            max_tokens,
         )
     if not kept:
         raise CodefuError(f"data.max_prompt_tokens={max_tokens}: no {split} problem's prompt fits")

@@ -70,18 +70,24 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "codefu_serve_requests", "HTTP requests by endpoint and status code", ["endpoint", "code"],
+            "codefu_serve_requests",
+            "HTTP requests by endpoint and status code",
+            ["endpoint", "code"],
             registry=self.registry,
         )
         self.outcomes = Counter(
-            "codefu_serve_outcomes", "Answers by endpoint and outcome (/judge: the verdict; /run_code: "
-            "SandboxFusion's status)", ["endpoint", "outcome"], registry=self.registry,
+            "codefu_serve_outcomes",
+            "Answers by endpoint and outcome (/judge: the verdict; /run_code: SandboxFusion's status)",
+            ["endpoint", "outcome"],
+            registry=self.registry,
         )
         self.in_flight = Gauge(
             "codefu_serve_in_flight", "Requests queued at or running on the replicas", registry=self.registry
         )
         self.latency = Histogram(
-            "codefu_serve_request_seconds", "Time from request to answer", ["endpoint"],
+            "codefu_serve_request_seconds",
+            "Time from request to answer",
+            ["endpoint"],
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
             registry=self.registry,
         )

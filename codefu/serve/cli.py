@@ -26,8 +26,9 @@ SHUTDOWN_TIMEOUT_S = 60
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve the judge over HTTP (SandboxFusion /run_code, /judge)",
-                       description=__doc__)
+    p = sub.add_parser(
+        "serve", help="serve the judge over HTTP (SandboxFusion /run_code, /judge)", description=__doc__
+    )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     p.add_argument("--port", type=int, default=8080, help="port (0: any free one, as printed)")
     p.add_argument("--dataset", help="problems /judge may name by 'name' or 'index' (parquet/JSONL)")
@@ -37,14 +38,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
     p.add_argument("--replicas", type=int, default=0, help="judge replicas (0: one per node with a CPU)")
-    p.add_argument("--cpus-per-replica", type=float, default=0,
-                   help="CPUs each replica reserves and runs sandboxes on (0: the smallest node's)")
-    p.add_argument("--max-pending", type=int, default=0,
-                   help="requests in the service at once before it answers 503 (0: 32 per judge CPU, >= 256)")
+    p.add_argument(
+        "--cpus-per-replica",
+        type=float,
+        default=0,
+        help="CPUs each replica reserves and runs sandboxes on (0: the smallest node's)",
+    )
+    p.add_argument(
+        "--max-pending",
+        type=int,
+        default=0,
+        help="requests in the service at once before it answers 503 (0: 32 per judge CPU, >= 256)",
+    )
     p.add_argument("--max-body-mb", type=float, default=64, help="largest request body")
     p.add_argument("--max-run-timeout", type=float, default=60, help="largest run_timeout a request may ask")
-    p.add_argument("--unsafe-no-sandbox", action="store_true",
-                   help="run programs on the host WITHOUT isolation (debugging trusted code only)")
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
+    )
     p.set_defaults(run=run)
 
 
@@ -83,8 +95,12 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
     from codefu.serve.replica import JudgeDeployment
 
     joining = bool(os.environ.get("RAY_ADDRESS"))  # a `codefu launch` cluster; else a Ray of our own
-    ray.init(address="auto" if joining else None, log_to_driver=False, ignore_reinit_error=True,
-             **({} if joining else {"include_dashboard": False}))  # nothing here uses a dashboard
+    ray.init(
+        address="auto" if joining else None,
+        log_to_driver=False,
+        ignore_reinit_error=True,
+        **({} if joining else {"include_dashboard": False}),
+    )  # nothing here uses a dashboard
     try:
         nodes = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1]
         if not nodes:
@@ -93,8 +109,12 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
         replicas = args.replicas or len(nodes)
         workers = max(1, int(cpus))
         judge = JudgeConfig(
-            reward=args.reward, max_tests=args.max_tests, seed=args.seed, time_scale=args.time_scale,
-            workers=workers, judge_identical_once=False,
+            reward=args.reward,
+            max_tests=args.max_tests,
+            seed=args.seed,
+            time_scale=args.time_scale,
+            workers=workers,
+            judge_identical_once=False,
             sandbox=SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap"),
         )
         # clients such as verl's send one request per test case, 64 at once, and do not retry a 503
@@ -119,12 +139,21 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
                 raise RuntimeError(f"the judge application is {status}")
             return {"replicas": replicas, "workers_per_replica": workers}
 
-        limits = replace(ServiceLimits(), max_body_bytes=int(args.max_body_mb * (1 << 20)),
-                         max_run_timeout_s=args.max_run_timeout)
+        limits = replace(
+            ServiceLimits(),
+            max_body_bytes=int(args.max_body_mb * (1 << 20)),
+            max_run_timeout_s=args.max_run_timeout,
+        )
         settings = ServiceSettings(reward=args.reward, token=token, max_pending=max_pending, limits=limits)
         app = build_app(handle, settings, dataset, ready)
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning",
-                                timeout_graceful_shutdown=30, lifespan="off")
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            timeout_graceful_shutdown=30,
+            lifespan="off",
+        )
         server = _server_class()(config)
         announce = asyncio.create_task(_announce(server, args.host))
         await server.serve()  # returns after SIGTERM/SIGINT, once requests in flight are answered

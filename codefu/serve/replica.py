@@ -30,7 +30,11 @@ class JudgeReplica:
 
     def run_code(self, request: RunCodeRequest) -> dict[str, Any]:
         run = self.judge_.run_once(
-            request.program, request.stdin, request.limits, request.compile_timeout_s, request.files,
+            request.program,
+            request.stdin,
+            request.limits,
+            request.compile_timeout_s,
+            request.files,
             output_chars=request.limits.file_size_bytes,
         )
         return run_code_response(run, request.program.language)

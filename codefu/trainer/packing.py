@@ -253,12 +253,11 @@ _capability: tuple[int, int] = (0, 0)  # the GPU's, noted by packed_attention_ma
 
 
 def flex_kernel_options(capability: tuple[int, int], head_dim: int, length: int) -> dict[str, Any]:
-    """FlexAttention's kernel options for a packed row of `length` positions. Every query attends at
-    least to itself (a safe softmax row), and a row padded to a multiple of BLOCK needs no bounds checks,
-    which Inductor cannot prove itself once the length is dynamic; then the tiles measured for the GPU."""
-    options: dict[str, Any] = {"ROWS_GUARANTEED_SAFE": True}
-    if length % BLOCK == 0:
-        options["IS_DIVISIBLE"] = True
+    """FlexAttention's kernel options for a packed row of `length` positions: a row padded to a multiple
+    of BLOCK needs no bounds checks, which Inductor cannot prove itself once the length is dynamic; then
+    the tiles measured for the GPU. (Not ROWS_GUARANTEED_SAFE: a query's first key block may hold none of
+    its keys, another branch's, and that option then gives NaN.)"""
+    options: dict[str, Any] = {"IS_DIVISIBLE": True} if length % BLOCK == 0 else {}
     return options | FLEX_TILES.get((*capability, head_dim), {})
 
 

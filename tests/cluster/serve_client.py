@@ -46,12 +46,15 @@ def main() -> int:
     with ThreadPoolExecutor(8) as pool:
         results = list(pool.map(call, range(args.requests)))
     with open(args.out, "w") as f:
-        json.dump({
-            "by_node": Counter(node for node, _, _ in results),
-            "statuses": Counter(status for _, status, _ in results),
-            "right": sum(ok for _, _, ok in results),
-            "requests": len(results),
-        }, f)
+        json.dump(
+            {
+                "by_node": Counter(node for node, _, _ in results),
+                "statuses": Counter(status for _, status, _ in results),
+                "right": sum(ok for _, _, ok in results),
+                "requests": len(results),
+            },
+            f,
+        )
     return 0
 
 

@@ -24,8 +24,9 @@ def test_requests_land_on_replicas_on_every_host(netns_cluster, tmp_path):
     ]
     head = cluster.hosts[0]
     out = tmp_path / "client.json"
-    client = cluster.run(head, [sys.executable, CLIENT, "--url", "http://127.0.0.1:8080", "--out", str(out)],
-                         "client")
+    client = cluster.run(
+        head, [sys.executable, CLIENT, "--url", "http://127.0.0.1:8080", "--out", str(out)], "client"
+    )
     try:
         code = client.wait(600)
     except Exception:

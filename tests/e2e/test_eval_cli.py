@@ -66,7 +66,8 @@ def test_compare_and_its_line():
     assert low <= c["pass@1"]["diff"] <= high
     line = format_comparison(c, [1])[0]
     assert line.startswith("pass@1  A - B: +0.167 [") and line.endswith(
-        "over 3 problems (A better on 1, worse on 0, equal on 2)")
+        "over 3 problems (A better on 1, worse on 0, equal on 2)"
+    )
     with pytest.raises(CodefuError, match="B: pass@4 needs >= 4 samples"):
         compare(a, 4, b, 2, [4])
     with pytest.raises(CodefuError, match="no problem in common"):
@@ -82,7 +83,9 @@ def test_split_files_and_selection(tmp_path):
     assert split_names(str(listed), None) == ["c", "a"]
     assert split_names(str(split), "heldout") == ["c", "a"]
     assert [p.name for p in select_problems(problems, ["c", "a"], "x")] == ["a", "c"]  # the dataset's order
-    with pytest.raises(CodefuError, match=r"holds the splits \['heldout', 'train'\]: choose one with --split"):
+    with pytest.raises(
+        CodefuError, match=r"holds the splits \['heldout', 'train'\]: choose one with --split"
+    ):
         split_names(str(split), None)
     with pytest.raises(CodefuError, match="no split 'test'"):
         split_names(str(split), "test")
@@ -90,7 +93,9 @@ def test_split_files_and_selection(tmp_path):
         split_names(str(listed), "heldout")
     with pytest.raises(CodefuError, match="missing.json"):
         split_names(str(tmp_path / "missing.json"), None)
-    with pytest.raises(CodefuError, match=r"--problems: 1 of 2 problem names are not in the dataset, e.g. \['d'\]"):
+    with pytest.raises(
+        CodefuError, match=r"--problems: 1 of 2 problem names are not in the dataset, e.g. \['d'\]"
+    ):
         select_problems(problems, ["a", "d"], "--problems")
 
 
@@ -104,8 +109,11 @@ def test_load_baseline_checks_the_file(tmp_path, capsys):
     with pytest.raises(CodefuError, match=r"outside 0..n=2 for \['a'\]"):
         load_baseline(str(bad), "starter", {})
     good = tmp_path / "good.json"
-    good.write_text(json.dumps({"dataset": "other", "n": 2, "per_problem": {"a": 1},
-                                "sampling": {"temperature": 0.7, "seed": 0}}))
+    good.write_text(
+        json.dumps(
+            {"dataset": "other", "n": 2, "per_problem": {"a": 1}, "sampling": {"temperature": 0.7, "seed": 0}}
+        )
+    )
     assert load_baseline(str(good), "starter", {"temperature": 1.0, "seed": 0})["per_problem"] == {"a": 1}
     err = capsys.readouterr().err
     assert "evaluated on 'other', this on 'starter'" in err and "'temperature': (0.7, 1.0)" in err
@@ -113,8 +121,21 @@ def test_load_baseline_checks_the_file(tmp_path, capsys):
 
 def eval_cli(*args: str):
     return subprocess.run(
-        [sys.executable, "-m", "codefu.cli", "eval", "--dataset", "starter", "--n", "2", "--k", "1,2",
-         "--max-new-tokens", "8", *args],
+        [
+            sys.executable,
+            "-m",
+            "codefu.cli",
+            "eval",
+            "--dataset",
+            "starter",
+            "--n",
+            "2",
+            "--k",
+            "1,2",
+            "--max-new-tokens",
+            "8",
+            *args,
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -176,7 +197,13 @@ def test_eval_cli_on_starter_problems(tmp_path, tiny_model_dir):
         assert set(row) == {"pass@1", "pass@2"}
         for k, (low, high) in row.items():
             assert low <= result["buckets"][bucket][k] <= high
-    assert result["sampling"] == {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 8, "seed": 0}
+    assert result["sampling"] == {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": 0,
+        "max_new_tokens": 8,
+        "seed": 0,
+    }
     assert "95% bootstrap interval over problems" in r.stdout
     assert "comparison" not in result
 
@@ -186,11 +213,31 @@ def test_eval_cli_against_a_baseline_file_on_a_split(tmp_path, tiny_model_dir):
     split = tmp_path / "split.json"
     split.write_text(json.dumps({"train": names[2:], "heldout": names[:2]}))
     baseline = tmp_path / "baseline.json"  # as an earlier --out: both held-out problems solved 2/2 and 1/2
-    baseline.write_text(json.dumps({"model": "earlier", "dataset": "starter", "n": 2,
-                                    "per_problem": {names[0]: 2, names[1]: 1, names[2]: 0}}))
+    baseline.write_text(
+        json.dumps(
+            {
+                "model": "earlier",
+                "dataset": "starter",
+                "n": 2,
+                "per_problem": {names[0]: 2, names[1]: 1, names[2]: 0},
+            }
+        )
+    )
     out = tmp_path / "eval.json"
-    r = eval_cli("--model", str(tiny_model_dir), "--split-file", str(split), "--split", "heldout",
-                 "--baseline", str(baseline), "--top-p", "0.9", "--out", str(out))
+    r = eval_cli(
+        "--model",
+        str(tiny_model_dir),
+        "--split-file",
+        str(split),
+        "--split",
+        "heldout",
+        "--baseline",
+        str(baseline),
+        "--top-p",
+        "0.9",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(out.read_text())
     assert list(result["per_problem"]) == names[:2] and result["buckets"]["all"]["problems"] == 2
@@ -210,8 +257,16 @@ def test_eval_cli_against_a_baseline_file_on_a_split(tmp_path, tiny_model_dir):
 def test_eval_cli_against_a_baseline_model(tmp_path, tiny_model_dir):
     # the same model as its own baseline, same seed and problems: the same samples, so A - B is exactly 0
     out = tmp_path / "eval.json"
-    r = eval_cli("--model", str(tiny_model_dir), "--problems", f"{STARTER[1]},{STARTER[4]}",
-                 "--baseline", str(tiny_model_dir), "--out", str(out))
+    r = eval_cli(
+        "--model",
+        str(tiny_model_dir),
+        "--problems",
+        f"{STARTER[1]},{STARTER[4]}",
+        "--baseline",
+        str(tiny_model_dir),
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(out.read_text())
     c = result["comparison"]
@@ -234,8 +289,9 @@ def test_eval_cli_with_the_native_engine_and_top_k(tmp_path, tiny_model_dir):
     # the same path as the loop's validation, over the other backend and with top-k: same problems, every
     # sample judged, the sampling recorded
     out = tmp_path / "native.json"
-    r = eval_cli("--model", str(model), "--max-problems", "2", "--engine", "native", "--top-k", "5",
-                 "--out", str(out))
+    r = eval_cli(
+        "--model", str(model), "--max-problems", "2", "--engine", "native", "--top-k", "5", "--out", str(out)
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(out.read_text())
     assert list(result["per_problem"]) == STARTER[:2] and sum(result["verdicts"].values()) == 4

@@ -39,7 +39,9 @@ def verdict(judge: Judge, body: str, tests: list[TestCase] = ADD, entry: str = "
 
 
 def test_top_level_function_and_solution_method_are_accepted(judge):
-    v = verdict(judge, "def add(a, b):\n    print('debug', a, b)  # prints do not spoil the result\n    return a + b")
+    v = verdict(
+        judge, "def add(a, b):\n    print('debug', a, b)  # prints do not spoil the result\n    return a + b"
+    )
     assert v.status is Status.ACCEPTED and v.passed == 3, v
     method = "class Solution:\n    def add(self, a: int, b: int) -> int:\n        return a + b"
     assert verdict(judge, method).status is Status.ACCEPTED  # List/typing names and no `import` needed
@@ -78,7 +80,9 @@ def test_floats_within_tolerance_tuples_sets_and_wrapped_outputs(judge):
     floats = [TestCase("[1, 3]", "0.333333333"), TestCase("[2, 3]", "[0.6666667, 2]")]
     body = "def f(a, b):\n    return a / b if a == 1 else (a / b, 2)"  # a tuple equals the list
     assert verdict(judge, body, floats, "f").status is Status.ACCEPTED
-    assert verdict(judge, "def f(a, b):\n    return a / b + 1e-3", floats[:1], "f").status is Status.WRONG_ANSWER
+    assert (
+        verdict(judge, "def f(a, b):\n    return a / b + 1e-3", floats[:1], "f").status is Status.WRONG_ANSWER
+    )
     sets = [TestCase("[[3, 1, 3, 2]]", "[1, 2, 3]")]
     assert verdict(judge, "def f(xs):\n    return set(xs)", sets, "f").status is Status.ACCEPTED
     wrapped = [TestCase("[2]", "[4]")]  # TACO stores many expected values wrapped in a list

@@ -73,7 +73,7 @@ CHECKERS = {
 
 
 def cpp(body: str) -> str:
-    return f"```cpp\n#include <cstdio>\nint main() {{ int n; scanf(\"%d\", &n); {body} }}\n```"
+    return f'```cpp\n#include <cstdio>\nint main() {{ int n; scanf("%d", &n); {body} }}\n```'
 
 
 def py(body: str) -> str:
@@ -83,7 +83,9 @@ def py(body: str) -> str:
 EVENS_THEN_ODDS = cpp(
     'for (int i = 2; i <= n; i += 2) printf("%d ", i); for (int i = 1; i <= n; i += 2) printf("%d ", i);'
 )
-ODDS_DOWN_THEN_EVENS_DOWN = py("d = range(n, 0, -1)\nprint(*[i for i in d if i % 2], *[i for i in d if i % 2 < 1])")
+ODDS_DOWN_THEN_EVENS_DOWN = py(
+    "d = range(n, 0, -1)\nprint(*[i for i in d if i % 2], *[i for i in d if i % 2 < 1])"
+)
 SORTED = py("print(*range(1, n + 1))")  # a permutation, every pair too close
 REPEATS = py("print(*[2] * n)")
 COMMAS = py("print(','.join(str(i) for i in [*range(2, n + 1, 2), *range(1, n + 1, 2)]))")

@@ -120,15 +120,33 @@ def test_the_judge_cli_leaves_no_process_behind(tmp_path, codefu_easy):
     os.chmod(tmp, 0o755)  # the sandbox's user reaches the judge's folder inside it
     mark = f"{600 + os.getpid() % 1000}.{secrets.randbelow(10**6)}"  # the orphan's own command line
     orphan = f"import os\nif os.fork() == 0:\n    os.setsid()\n    os.execv('/bin/sleep', ['sleep', '{mark}'])\nprint(1)"
-    responses = write_jsonl(tmp_path / "responses.jsonl", [
-        {"index": 0, "response": "```cpp\nint main(){ volatile long x = 0; for(;;) x++; }\n```"},
-        {"index": 0, "response": f"```python\n{orphan}\n```"},
-    ])
+    responses = write_jsonl(
+        tmp_path / "responses.jsonl",
+        [
+            {"index": 0, "response": "```cpp\nint main(){ volatile long x = 0; for(;;) x++; }\n```"},
+            {"index": 0, "response": f"```python\n{orphan}\n```"},
+        ],
+    )
     try:
         r = subprocess.run(
-            [sys.executable, "-m", "codefu", "judge", "--dataset", str(codefu_easy / "test.parquet"),
-             "--responses", str(responses), "--out", str(tmp_path / "o.jsonl"), "--max-tests", "3"],
-            capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": tmp},
+            [
+                sys.executable,
+                "-m",
+                "codefu",
+                "judge",
+                "--dataset",
+                str(codefu_easy / "test.parquet"),
+                "--responses",
+                str(responses),
+                "--out",
+                str(tmp_path / "o.jsonl"),
+                "--max-tests",
+                "3",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "TMPDIR": tmp},
         )
         assert r.returncode == 0, r.stderr
         assert processes_of(tmp) == []

@@ -167,7 +167,9 @@ def test_submissions_are_judged_as_they_arrive():
     assert [verdicts[i].reused for i in range(3)] == [False, False, True]
 
 
-DOUBLING_CPP = "#include <bits/stdc++.h>\nint main() { long long n; std::cin >> n; std::cout << 2 * n << '\\n'; }"
+DOUBLING_CPP = (
+    "#include <bits/stdc++.h>\nint main() { long long n; std::cin >> n; std::cout << 2 * n << '\\n'; }"
+)
 
 
 def test_a_compile_over_its_time_limit_is_not_cached():

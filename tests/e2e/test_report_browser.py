@@ -14,7 +14,8 @@ from helpers.report_runs import make_run  # noqa: E402
 
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
-    CHROMIUM is None or DRIVER is None, reason="needs Debian's chromium and chromium-driver (scripts/setup.sh)"
+    CHROMIUM is None or DRIVER is None,
+    reason="needs Debian's chromium and chromium-driver (scripts/setup.sh)",
 )
 
 
@@ -25,8 +26,13 @@ def browser():
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1100,900"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1100,900",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
@@ -58,10 +64,14 @@ def test_report_renders_in_chromium(browser, tmp_path):
 
     height = browser.execute_script("return document.documentElement.scrollHeight")
     size = browser.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-    shot = browser.execute_cdp_cmd("Page.captureScreenshot", {  # the whole page, not one screen of it
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
-    })
+    shot = browser.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {  # the whole page, not one screen of it
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+        },
+    )
     path = tmp_path / "report.png"
     path.write_bytes(base64.b64decode(shot["data"]))
     w, h = struct.unpack(">II", path.read_bytes()[16:24])
@@ -70,8 +80,10 @@ def test_report_renders_in_chromium(browser, tmp_path):
 
 def test_the_checks_catch_a_broken_image_and_a_console_error(browser, tmp_path):
     bad = tmp_path / "bad.html"
-    bad.write_text('<!DOCTYPE html><html><body><img alt="x" src="data:image/png;base64,iVBORw0KGgo=">'
-                   '<script>console.error("boom")</script></body></html>')
+    bad.write_text(
+        '<!DOCTYPE html><html><body><img alt="x" src="data:image/png;base64,iVBORw0KGgo=">'
+        '<script>console.error("boom")</script></body></html>'
+    )
     imgs, errors = load(browser, bad)
     assert imgs[0]["width"] == 0
     assert any("boom" in e["message"] for e in errors)

@@ -252,7 +252,9 @@ def test_a_sandbox_that_fails_to_start_is_tried_again(judge, monkeypatch):
     assert v.status is Status.SANDBOX_ERROR and "could not start" in v.tests[0].message, v
 
     failures["left"], failures["made"] = 1, 0  # /run_code's warm sessions too
-    r = judge.run_once(Program("python", "print(int(input()) + 1)"), "41\n", Limits(5, 10, 256 << 20, 1 << 20))
+    r = judge.run_once(
+        Program("python", "print(int(input()) + 1)"), "41\n", Limits(5, 10, 256 << 20, 1 << 20)
+    )
     assert failures["made"] == 1
     assert not r.error and r.run is not None and r.run.exit_code == 0 and r.stdout == "42\n", r
 

@@ -36,12 +36,17 @@ def scorer():
 def test_the_feedback_shows_the_public_run_and_never_a_hidden_test(scorer):
     wrong = program("a, b = map(int, input().split())\nprint(a * b)")  # 2 3 -> 6
     crash = program("a, b = map(int, input().split())\nprint(a // 0)")
-    fits_examples = program("a, b = map(int, input().split())\nif a == 1:\n    print(3)\nelse:\n    print(a + b)")
+    fits_examples = program(
+        "a, b = map(int, input().split())\nif a == 1:\n    print(3)\nelse:\n    print(a + b)"
+    )
     broken = program("print(")
     fbs = scorer.check_public([SUM] * 4, [wrong, crash, fits_examples, broken])
     texts = [feedback_message(fb, 400) for fb in fbs]
     assert fbs[0].status == "WRONG_ANSWER" and (fbs[0].example, fbs[0].examples) == (1, 2)
-    assert "Input:\n```\n2 3\n```\nExpected output:\n```\n5\n```\nYour program's output:\n```\n6\n```" in texts[0]
+    assert (
+        "Input:\n```\n2 3\n```\nExpected output:\n```\n5\n```\nYour program's output:\n```\n6\n```"
+        in texts[0]
+    )
     assert fbs[1].status == "RUNTIME_ERROR" and "ZeroDivisionError" in texts[1]
     assert fbs[2].passed  # passes the examples: its episode ends here...
     assert not scorer.score([SUM], [fits_examples])[0].passed  # ...though the hidden test fails it
@@ -60,10 +65,31 @@ def tiny_model_dir(tmp_path_factory):
 def test_eval_reports_each_turn_and_repair_against_sampling(tmp_path, tiny_model_dir):
     out = tmp_path / "eval.json"
     r = subprocess.run(
-        [sys.executable, "-m", "codefu.cli", "eval", "--model", str(tiny_model_dir), "--dataset", "starter",
-         "--n", "2", "--k", "1", "--turns", "2", "--max-problems", "2", "--max-new-tokens", "8",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "codefu.cli",
+            "eval",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            "starter",
+            "--n",
+            "2",
+            "--k",
+            "1",
+            "--turns",
+            "2",
+            "--max-problems",
+            "2",
+            "--max-new-tokens",
+            "8",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     turns = json.loads(out.read_text())["turns"]
@@ -75,9 +101,27 @@ def test_eval_reports_each_turn_and_repair_against_sampling(tmp_path, tiny_model
     assert 2 <= turns["self_repair"]["tokens"] <= 16 and 2 <= turns["sampling"]["tokens"] <= 16
     assert turns["pass@1_after_turn"]["2"]["pass@1"] == 0.0 and turns["diff"]["pass@1"] == 0.0
     assert "pass@1 after turn 2" in r.stdout and "repair - sampling" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "codefu.cli", "eval", "--model", str(tiny_model_dir),
-                        "--dataset", "starter", "--n", "2", "--k", "1", "--turns", "3"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codefu.cli",
+            "eval",
+            "--model",
+            str(tiny_model_dir),
+            "--dataset",
+            "starter",
+            "--n",
+            "2",
+            "--k",
+            "1",
+            "--turns",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode != 0 and "--turns 3: must be between 1 and --n 2" in r.stderr
 
 
@@ -100,8 +144,12 @@ def test_codefu_train_runs_two_turn_episodes(tmp_path, tiny_model_dir, async_tur
         "judge.max_tests=1",
         "data.max_prompt_tokens=4000",
     ]
-    r = subprocess.run([sys.executable, "-m", "codefu", "train", "--run-dir", str(run_dir), *overrides],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "codefu", "train", "--run-dir", str(run_dir), *overrides],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     rows = read_metrics(run_dir / "metrics.jsonl")
     assert [row["step"] for row in rows] == [1, 2]

@@ -77,9 +77,10 @@ def test_verl_client_gets_each_outcome_as_against_sandbox_fusion(server, verl_cl
         results, metadata = check(url, AB_TESTS, code, timeout=1, memory_limit_mb=256, language=language)
         assert results == expected, (name, metadata)
     # the memory limit: killed by the cgroup, which SandboxFusion's clients read as a runtime error
-    hog = "#include <vector>\n#include <cstdio>\nint main(){ std::vector<char> v(400<<20, 1); printf(\"%d\", v[7]); }"
-    results, metadata = check(url, {"inputs": [""], "outputs": ["1"]}, hog, timeout=5, memory_limit_mb=64,
-                              language="cpp")
+    hog = '#include <vector>\n#include <cstdio>\nint main(){ std::vector<char> v(400<<20, 1); printf("%d", v[7]); }'
+    results, metadata = check(
+        url, {"inputs": [""], "outputs": ["1"]}, hog, timeout=5, memory_limit_mb=64, language="cpp"
+    )
     assert results == [-2], metadata
     # and verl's compute_score, which extracts the code from a Markdown block (Python only)
     score, _ = verl_client.compute_score(url, None, 256, f"```python\n{AB_PY}\n```", json.dumps(AB_TESTS))
@@ -104,8 +105,9 @@ def test_run_code_answers_in_sandbox_fusion_schema(server):
     assert answer["run_result"]["status"] == "TimeLimitExceeded" and answer["status"] == "Failed"
     # files arrive base64-encoded beside the program, which runs in their folder
     data = base64.b64encode(b"7 8\n").decode()
-    _, answer, _ = run_code(server, "print(sum(map(int, open('in.txt').read().split())))", "python",
-                            files={"in.txt": data})
+    _, answer, _ = run_code(
+        server, "print(sum(map(int, open('in.txt').read().split())))", "python", files={"in.txt": data}
+    )
     assert answer["status"] == "Success" and answer["run_result"]["stdout"] == "15\n", answer
 
 
@@ -132,7 +134,9 @@ def test_hostile_programs_stay_in_the_sandbox(server, tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("host secret")
     secret.chmod(0o644)
-    reads = f"try:\n    print(open({str(secret)!r}).read())\nexcept OSError as e:\n    print('denied', e.errno)"
+    reads = (
+        f"try:\n    print(open({str(secret)!r}).read())\nexcept OSError as e:\n    print('denied', e.errno)"
+    )
     _, answer, _ = run_code(server, reads, "python")
     assert "host secret" not in answer["run_result"]["stdout"], answer
     listener = socket.socket()
@@ -169,9 +173,23 @@ def test_judge_endpoint_matches_the_judge_cli(server, codefu_easy, tmp_path):
     responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "verdicts.jsonl"
     cli = subprocess.run(
-        [sys.executable, "-m", "codefu", "judge", "--dataset", str(codefu_easy / "train.parquet"),
-         "--responses", str(responses), "--out", str(out), "--max-tests", "10"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "codefu",
+            "judge",
+            "--dataset",
+            str(codefu_easy / "train.parquet"),
+            "--responses",
+            str(responses),
+            "--out",
+            str(out),
+            "--max-tests",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert cli.returncode == 0, cli.stderr
     expected = [json.loads(line) for line in out.read_text().splitlines()]
@@ -189,12 +207,20 @@ def test_judge_endpoint_matches_the_judge_cli(server, codefu_easy, tmp_path):
 def test_judge_takes_a_problem_or_a_verl_ground_truth(server):
     tests = [{"input": "2 3\n", "output": "5\n"}, {"input": "4 4\n", "output": "8\n"}]
     answer_ok = f"```python\n{AB_PY}\n```"
-    _, got, _ = server.post("/judge", {"response": answer_ok, "problem": {"name": "ab", "statement": "add",
-                                                                          "tests": tests}})
+    _, got, _ = server.post(
+        "/judge", {"response": answer_ok, "problem": {"name": "ab", "statement": "add", "tests": tests}}
+    )
     assert got["status"] == "ACCEPTED" and got["passed"] == 2 and got["reward"] == 1.0, got
     ground_truth = json.dumps({"name": "ab", "private_tests": {"input": ["1 1\n"], "output": ["2\n"]}})
-    _, got, _ = server.post("/judge", {"response": answer_ok, "ground_truth": ground_truth,
-                                       "extra_info": {"language": "python"}, "data_source": "mine"})
+    _, got, _ = server.post(
+        "/judge",
+        {
+            "response": answer_ok,
+            "ground_truth": ground_truth,
+            "extra_info": {"language": "python"},
+            "data_source": "mine",
+        },
+    )
     assert got["status"] == "ACCEPTED" and got["total"] == 1, got
 
 
@@ -233,8 +259,10 @@ def test_oversized_bodies_are_refused_before_they_are_read(server):
     # the headers announce 65 MiB; the answer comes before a byte of the body is sent
     url = urllib.parse.urlparse(server.url)
     with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
-        sock.sendall(b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     + f"Content-Length: {65 << 20}\r\n\r\n".encode())
+        sock.sendall(
+            b"POST /run_code HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {65 << 20}\r\n\r\n".encode()
+        )
         reply = b""
         while b"}" not in reply and (chunk := sock.recv(4096)):
             reply += chunk
@@ -247,13 +275,20 @@ def test_oversized_bodies_are_refused_before_they_are_read(server):
 def test_a_client_that_disconnects_leaves_no_sandbox_behind(server):
     # 40 tests of a second each: judging it all would take 20 s on 2 cores; the client leaves after 2 s
     slow = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0:\n    pass\nprint(2)"
-    problem = {"name": "slow", "statement": "", "time_limit_s": 5,
-               "tests": [{"input": f"{i}\n", "output": "2\n"} for i in range(40)]}
+    problem = {
+        "name": "slow",
+        "statement": "",
+        "time_limit_s": 5,
+        "tests": [{"input": f"{i}\n", "output": "2\n"} for i in range(40)],
+    }
     body = json.dumps({"response": f"```python\n{slow}\n```", "problem": problem}).encode()
     url = urllib.parse.urlparse(server.url)
     sock = socket.create_connection((url.hostname, url.port))
-    sock.sendall(b"POST /judge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    sock.sendall(
+        b"POST /judge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
     deadline = time.monotonic() + 60
     while not server.running_programs():
         assert time.monotonic() < deadline, "the judge never started the program"
@@ -291,8 +326,9 @@ def test_token_backpressure_and_a_clean_stop():
         # 8 clients at once, each 1.5 s of CPU: the service holds 2 and turns the others away at once
         spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5:\n    pass"
         with ThreadPoolExecutor(8) as pool:
-            answers = list(pool.map(lambda _: served.post("/run_code", {"code": spin, "language": "python"}),
-                                    range(8)))
+            answers = list(
+                pool.map(lambda _: served.post("/run_code", {"code": spin, "language": "python"}), range(8))
+            )
         codes = Counter(status for status, _, _ in answers)
         assert codes[200] >= 2 and codes[503] >= 1 and set(codes) <= {200, 503}, codes
         for status, answer, headers in answers:
@@ -316,8 +352,12 @@ def test_compute_score_through_the_service_equals_in_process(server):
     row = problem_to_row(problem, "train", 0, "easy", problem.name)
     args = (row["data_source"], None, row["reward_model"]["ground_truth"], row["extra_info"])
     wrong = problem.extra["wrong_solutions"][0]
-    for response in (f"```python\n{problem.extra['solutions']['python']}\n```",
-                     f"```{wrong['language']}\n{wrong['source']}\n```", "no code", "```cpp\nint main( {\n```"):
+    for response in (
+        f"```python\n{problem.extra['solutions']['python']}\n```",
+        f"```{wrong['language']}\n{wrong['source']}\n```",
+        "no code",
+        "```cpp\nint main( {\n```",
+    ):
         call = (args[0], response, *args[2:])
         # the module's service judges 10 tests at most (--max-tests 10)
         assert compute_score(*call, url=server.url) == compute_score(*call, max_tests=10), response
@@ -330,8 +370,12 @@ def test_compute_score_through_the_service_equals_in_process(server):
 def test_sigint_stops_the_server_cleanly_too():
     served = start_server("--replicas", "1")
     try:
-        assert served.post("/run_code", {"code": "print(6 * 7)", "language": "python"})[1]["run_result"][
-            "stdout"] == "42\n"
+        assert (
+            served.post("/run_code", {"code": "print(6 * 7)", "language": "python"})[1]["run_result"][
+                "stdout"
+            ]
+            == "42\n"
+        )
         assert served.stop(signal.SIGINT) == 0, served.output()[-2000:]
         assert served.left_after_stop() == [], served.output()[-2000:]
     finally:

@@ -68,16 +68,26 @@ def test_64_clients_each_get_their_own_answer(codefu_easy):
             elif (problem := want[call.tag](answer.answer)) is not None:
                 failures.append(f"{call.tag}: {problem}")
         latencies = sorted(a.latency_s for a in run.answers if a.status == 200)
-        waited = f"latency p50 {latencies[len(latencies) // 2]:.1f} s, max {latencies[-1]:.1f} s" if latencies else ""
+        waited = (
+            f"latency p50 {latencies[len(latencies) // 2]:.1f} s, max {latencies[-1]:.1f} s"
+            if latencies
+            else ""
+        )
         print(f"serve load: {len(calls)} requests in {run.seconds:.0f} s, {waited}")
         assert not failures, (
-            f"{len(failures)} of {len(calls)} requests answered wrongly ({waited}):\n" + "\n".join(failures[:20])
-            + "\nthe server's and its replicas' warnings:\n" + served.trouble()
+            f"{len(failures)} of {len(calls)} requests answered wrongly ({waited}):\n"
+            + "\n".join(failures[:20])
+            + "\nthe server's and its replicas' warnings:\n"
+            + served.trouble()
         )
         # the server saw each request once: its own count of answered requests is ours
         status, text, _ = served.get("/metrics")
-        counted = sum(float(n) for n in re.findall(
-            r'^codefu_serve_requests_total\{code="200",endpoint="(?:judge|run_code)"\} (\S+)$', text, re.M))
+        counted = sum(
+            float(n)
+            for n in re.findall(
+                r'^codefu_serve_requests_total\{code="200",endpoint="(?:judge|run_code)"\} (\S+)$', text, re.M
+            )
+        )
         assert counted == len(expected) + 2 + len(calls), counted  # warm-up, then the load
 
         # Memory is flat: the RSS summed over the server's processes after the load, against after the
@@ -120,8 +130,13 @@ def workload(problems, expected):
         for i, test in enumerate(select_tests(problem, spec.tests, 10, 0)):
             for c in range(TEST_COPIES):
                 tag = f"{problem.name} test {i}.{c}"
-                body = {"code": s["correct"], "language": "cpp", "stdin": test.input,
-                        "run_timeout": problem.time_limit_s, "memory_limit_MB": problem.memory_limit_bytes >> 20}
+                body = {
+                    "code": s["correct"],
+                    "language": "cpp",
+                    "stdin": test.input,
+                    "run_timeout": problem.time_limit_s,
+                    "memory_limit_MB": problem.memory_limit_bytes >> 20,
+                }
                 calls.append(Call(tag, "/run_code", body))
                 want[tag] = _printed(test.output)
     random.Random(0).shuffle(calls)
@@ -152,7 +167,9 @@ def _printed(output: str):
         stdout = run.get("stdout")
         if answer.get("status") != "Success" or stdout is None or not outputs_match(output, stdout):
             said = {k: run.get(k) for k in ("return_code", "execution_time", "stderr")}
-            return f"got {answer.get('status')} {stdout!r}, want {output!r} ({answer.get('message')!r}, {said})"
+            return (
+                f"got {answer.get('status')} {stdout!r}, want {output!r} ({answer.get('message')!r}, {said})"
+            )
         return None
 
     return check

@@ -32,7 +32,10 @@ def test_first_screen_is_short_and_the_rest_is_in_the_log(tmp_path):
     assert r.returncode == 0, r.stderr
     console = (r.stdout + r.stderr).splitlines()
     assert console[0].startswith(f"codefu train -> {run_dir}")
-    assert [line.split("|")[0].strip() for line in console if line.startswith("step")] == ["step 1/2", "step 2/2"]
+    assert [line.split("|")[0].strip() for line in console if line.startswith("step")] == [
+        "step 1/2",
+        "step 2/2",
+    ]
     assert console[-1] == f"run directory: {run_dir}"
     # nothing but the summary (its first line and indented ones), the step lines and the last line
     others = [line for line in console[1:-1] if not line.startswith(("  ", "step "))]

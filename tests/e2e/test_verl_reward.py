@@ -58,7 +58,9 @@ def test_any_response_gets_a_verdict(row, response, status, score):
 def test_ground_truth_as_a_json_string_and_bad_ground_truths(row):
     problem, r = row
     as_text = json.dumps(r["reward_model"]["ground_truth"])
-    assert compute_score("code_contests", fenced("python", problem.extra["solutions"]["python"]), as_text)["acc"]
+    assert compute_score("code_contests", fenced("python", problem.extra["solutions"]["python"]), as_text)[
+        "acc"
+    ]
     with pytest.raises(ValueError, match="has no tests"):
         compute_score("mine", "x", {"name": "empty"})
     with pytest.raises(ValueError, match="ground_truth of 'mine' is not a problem"):

@@ -133,7 +133,9 @@ def test_graphs_captured_mid_decode_keep_greedy_outputs(hf):
     stop = pick_stops(full, min_ended=5)  # 8 prompts x 2 samples thin to 6 or fewer: bucket 8 and below
     engine = make_engine(hf, max_num_seqs=16)
     assert engine.graphs is not None and not engine.graphs.graphs  # nothing captured before a decode
-    out = engine.generate(PROMPTS, SamplingParams(n=2, temperature=0.0, max_new_tokens=24, stop_token_ids=stop))
+    out = engine.generate(
+        PROMPTS, SamplingParams(n=2, temperature=0.0, max_new_tokens=24, stop_token_ids=stop)
+    )
     for c in out:
         want = full[c.prompt_index]
         end = next((i + 1 for i, t in enumerate(want) if t in stop), len(want))

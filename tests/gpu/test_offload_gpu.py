@@ -17,7 +17,9 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(),
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     # wide enough that AdamW's state is visible in memory_allocated (~2 x 4 MB of fp32)
-    return save_tiny_model(tmp_path_factory.mktemp("m") / "model", seed=0, hidden_size=256, intermediate_size=1024)
+    return save_tiny_model(
+        tmp_path_factory.mktemp("m") / "model", seed=0, hidden_size=256, intermediate_size=1024
+    )
 
 
 def batch():
@@ -37,7 +39,9 @@ def test_offload_frees_the_state_and_training_continues_identically(model_dir):
     state = [t.clone() for t in moved._optimizer_tensors()]
     before = torch.cuda.memory_allocated()
     m = moved.offload_optimizer()
-    assert m["memory/optimizer_offloaded_gb"] * 2**30 >= 2 * 4 * sum(p.numel() for p in moved.model.parameters())
+    assert m["memory/optimizer_offloaded_gb"] * 2**30 >= 2 * 4 * sum(
+        p.numel() for p in moved.model.parameters()
+    )
     assert torch.cuda.memory_allocated() < before - 0.9 * m["memory/optimizer_offloaded_gb"] * 2**30
     assert all(t.device.type == "cpu" and t.is_pinned() for t in moved._optimizer_tensors())
     assert moved.offload_optimizer() == {}  # twice: nothing more to move
@@ -73,7 +77,9 @@ def test_a_checkpoint_saved_while_offloaded_holds_the_state(model_dir, tmp_path)
 def test_a_forward_pass_gives_its_cached_memory_back(model_dir):
     # a colocated engine sizes its KV cache from the free memory: a reference (or critic) that kept its
     # pass's cached blocks would take them from the cache every step
-    cfg = TrainerConfig(model=str(model_dir), device="cuda", dtype="float32", forward_micro_batch_tokens=16384)
+    cfg = TrainerConfig(
+        model=str(model_dir), device="cuda", dtype="float32", forward_micro_batch_tokens=16384
+    )
     reference = TrainerWorker(cfg, frozen=True)
     b = random_batch(64, 256, 128, prompt_len=8, min_len=64, seed=2)
     torch.cuda.synchronize()

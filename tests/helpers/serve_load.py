@@ -89,8 +89,14 @@ class LoadRun:
     client_cpu_s: float = field(default=0.0)  # this process's CPU time during the run (the clients')
 
 
-def post_all(url: str, calls: Sequence[Call], clients: int = 64, keep_alive: bool = True,
-             timeout: float = 600.0, deadline_s: float | None = None) -> LoadRun:
+def post_all(
+    url: str,
+    calls: Sequence[Call],
+    clients: int = 64,
+    keep_alive: bool = True,
+    timeout: float = 600.0,
+    deadline_s: float | None = None,
+) -> LoadRun:
     """Send every call once (no retries) from `clients` threads, each taking the next call as soon as its
     previous one is answered; with `keep_alive` each thread keeps one connection, without it every call
     opens its own (as a `requests.post` without a session does). Answers come back in the calls' order.
@@ -154,8 +160,10 @@ def post_all(url: str, calls: Sequence[Call], clients: int = 64, keep_alive: boo
     cpu0 = time.process_time()
     start = time.monotonic()
     deadline = None if deadline_s is None else start + deadline_s
-    threads = [threading.Thread(target=client, name=f"load-client-{k}", daemon=True)
-               for k in range(min(clients, len(calls)))]
+    threads = [
+        threading.Thread(target=client, name=f"load-client-{k}", daemon=True)
+        for k in range(min(clients, len(calls)))
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -51,11 +51,13 @@ class Served:
         return processes_of(self.tmp, self.proc.pid if self.proc.poll() is None else None)
 
     def processes(self) -> list[str]:
-        """"pid: command line" of each live process of the server (`pids`)."""
+        """ "pid: command line" of each live process of the server (`pids`)."""
         out = []
         for pid in self.pids():
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cmdline = (
+                    Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
             except OSError:
                 continue
             out.append(f"{pid}: {cmdline[:300]}")
@@ -70,7 +72,9 @@ class Served:
             if not pid.isdigit():
                 continue
             try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cmdline = (
+                    Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
             except OSError:
                 continue
             if cmdline.startswith(("/codefu-runner", "/usr/bin/bwrap")) or int(pid) in roots:
@@ -103,7 +107,9 @@ class Served:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.stopped_code = self.proc.wait()
-                raise AssertionError(f"codefu serve did not stop on {sig!r}:\n{self.output()[-3000:]}") from None
+                raise AssertionError(
+                    f"codefu serve did not stop on {sig!r}:\n{self.output()[-3000:]}"
+                ) from None
         return self.stopped_code
 
     def left_after_stop(self, timeout: float = 30) -> list[str]:

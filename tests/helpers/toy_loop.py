@@ -72,7 +72,9 @@ class SecretCharScorer:
         self.reveal, self.rng = reveal, random.Random(seed)
 
     def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
-        return [char_score(p.extra["target"], text, over=0.5) for p, text in zip(problems, responses, strict=True)]
+        return [
+            char_score(p.extra["target"], text, over=0.5) for p, text in zip(problems, responses, strict=True)
+        ]
 
     def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
         return [char_score(p.extra["target"], text, over=0.5) for p, text in items]

@@ -36,8 +36,10 @@ def read_mlflow(run_dir: Path) -> list[dict]:
     runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
     out = []
     for run in runs:
-        history = {k: {m.step: m.value for m in client.get_metric_history(run.info.run_id, k)}
-                   for k in run.data.metrics}
+        history = {
+            k: {m.step: m.value for m in client.get_metric_history(run.info.run_id, k)}
+            for k in run.data.metrics
+        }
         out.append({"run": run, "history": history})
     return out
 
@@ -63,6 +65,7 @@ def read_tensorboard(log_dir: Path) -> dict[str, dict[int, float]]:
     acc = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
     acc.Reload()
     return {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
+
 
 W_AND_B_BLOCK = 32768  # the LevelDB-log layout of a .wandb file: 32 KiB blocks of 7-byte-header chunks
 

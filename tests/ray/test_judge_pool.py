@@ -104,7 +104,9 @@ def test_two_calls_at_once_share_the_slots_and_the_reported_load(local_ray):
     pool = RayJudgePool(JudgeConfig(), PoolConfig(in_flight_per_worker=1), on_load=on_load)
     try:
         sizes = [2, 8]
-        programs = [[(PROBLEM, SLOW_RIGHT[:-3] + f"# {c}-{k}\n```") for k in range(n)] for c, n in enumerate(sizes)]
+        programs = [
+            [(PROBLEM, SLOW_RIGHT[:-3] + f"# {c}-{k}\n```") for k in range(n)] for c, n in enumerate(sizes)
+        ]
         results: list[dict] = [{}, {}]
 
         def judge(c):

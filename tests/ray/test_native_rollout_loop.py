@@ -33,15 +33,26 @@ def test_judging_while_decoding_changes_no_sample_and_no_score(local_ray, tmp_pa
     samples, scores, advantages and loss are those of judging after generation, and the judge's time is
     its tail after the last token (timing/judge_tail_s), not a phase of its own."""
     base = toy_config(toy_model_dir(tmp_path / "model"), steps=1)
-    base = replace(base, rollout=replace(base.rollout, engine="native", kv_cache_tokens=1024, max_new_tokens=12))
+    base = replace(
+        base, rollout=replace(base.rollout, engine="native", kv_cache_tokens=1024, max_new_tokens=12)
+    )
     rows = {}
     for overlap in (True, False):
         cfg = replace(base, loop=replace(base.loop, overlap_judge=overlap))
         run_dir = tmp_path / f"overlap-{overlap}"
-        loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+        loop.train(
+            cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)]
+        )
         rows[overlap] = read_metrics(run_dir / "metrics.jsonl")[0]
-    same = ["reward/mean", "rollout/response_tokens", "rollout/response_len_std", "rollout/stop_frac",
-            "policy/advantage_abs_mean", "loss/pg", "judge/pass_rate"]
+    same = [
+        "reward/mean",
+        "rollout/response_tokens",
+        "rollout/response_len_std",
+        "rollout/stop_frac",
+        "policy/advantage_abs_mean",
+        "loss/pg",
+        "judge/pass_rate",
+    ]
     assert {k: rows[True][k] for k in same} == {k: rows[False][k] for k in same}
     assert "timing/judge_tail_s" in rows[True] and "timing/judge_s" not in rows[True]
     assert "timing/judge_s" in rows[False] and "timing/judge_tail_s" not in rows[False]

@@ -49,8 +49,13 @@ def child(run_dir: Path, ray_metrics_port: int) -> None:
     from codefu.orchestrator.loop import train
     from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _metrics_export_port=ray_metrics_port)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        _metrics_export_port=ray_metrics_port,
+    )
     cfg = toy_config(toy_model_dir(run_dir.parent / "model"), STEPS)
     cfg = replace(
         cfg,
@@ -82,8 +87,14 @@ def prometheus_config(run_dir: Path) -> dict:
     (job,) = [j for j in shipped["scrape_configs"] if j["job_name"] == "codefu"]
     job = dict(job, scrape_interval="500ms", scrape_timeout="500ms")
     job["file_sd_configs"] = [{"files": [str(run_dir / "prometheus_targets.json")], "refresh_interval": "1s"}]
-    job["relabel_configs"] = [{"source_labels": ["__address__"], "regex": r"[^:]+:(\d+)",
-                               "target_label": "__address__", "replacement": "127.0.0.1:$1"}]
+    job["relabel_configs"] = [
+        {
+            "source_labels": ["__address__"],
+            "regex": r"[^:]+:(\d+)",
+            "target_label": "__address__",
+            "replacement": "127.0.0.1:$1",
+        }
+    ]
     return {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
 
 
@@ -135,14 +146,24 @@ def test_prometheus_scrapes_a_training_run(tmp_path):
     prom_port, ray_port = free_port(), free_port()
     prom_log, child_log = tmp_path / "prometheus.log", tmp_path / "train.log"
     prom = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prom_port}", "--log.level=warn"],
-        stdout=open(prom_log, "w"), stderr=subprocess.STDOUT,
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+            "--log.level=warn",
+        ],
+        stdout=open(prom_log, "w"),
+        stderr=subprocess.STDOUT,
     )
     env = dict(os.environ, RAY_metrics_report_interval_ms="1000", WANDB_SILENT="true")
     train = subprocess.Popen(
-        [sys.executable, __file__, str(run_dir), str(ray_port)], stdout=open(child_log, "w"),
-        stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=REPO,
+        [sys.executable, __file__, str(run_dir), str(ray_port)],
+        stdout=open(child_log, "w"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
+        cwd=REPO,
     )
     try:
         p = Prometheus(prom_port)
@@ -166,44 +187,71 @@ def test_prometheus_scrapes_a_training_run(tmp_path):
         judged = sum(r["judge/count"] for r in records.values())
         total = p.query('max_over_time(codefu_judge_submissions_total{endpoint="driver"}[1h])')
         assert value_of(total) == judged
-        counts = {code: sum(round(r[f"judge/verdict/{code}"] * r["judge/count"]) for r in records.values())
-                  for code in ("AC", "WA", "TL", "ML", "RE", "OL", "CE", "NC", "SE")}
+        counts = {
+            code: sum(round(r[f"judge/verdict/{code}"] * r["judge/count"]) for r in records.values())
+            for code in ("AC", "WA", "TL", "ML", "RE", "OL", "CE", "NC", "SE")
+        }
         by_status = p.query('max_over_time(codefu_judge_verdicts_total{endpoint="driver"}[1h])')
         assert {r["metric"]["status"]: float(r["value"][1]) for r in by_status} == counts  # zeros included
 
         # Ray path: the child's core worker still reports the last values through the metrics agent.
-        p.wait("the Ray path's last step",
-               lambda: any(float(r["value"][1]) == STEPS for r in p.query('codefu_step{endpoint="ray"}')),
-               120, train, child_log)
+        p.wait(
+            "the Ray path's last step",
+            lambda: any(float(r["value"][1]) == STEPS for r in p.query('codefu_step{endpoint="ray"}')),
+            120,
+            train,
+            child_log,
+        )
         last = records[STEPS]
         assert value_of(p.query('codefu_reward_mean{endpoint="ray"}')) == pytest.approx(last["reward/mean"])
         assert value_of(p.query('codefu_eval_pass_at_k{endpoint="ray"}'), k="1", bucket="all") == (
-            pytest.approx(last["eval/pass@1"]))
+            pytest.approx(last["eval/pass@1"])
+        )
         assert value_of(p.query('codefu_step_seconds{endpoint="ray"}'), phase="generate") == (
-            pytest.approx(last["timing/generate_s"]))
+            pytest.approx(last["timing/generate_s"])
+        )
         verdicts = p.query('sum by (status) (codefu_judge_verdicts_total{endpoint="ray"})')
         # Ray's Counter cannot add 0, so a verdict never seen has no series on this path
         assert {r["metric"]["status"]: float(r["value"][1]) for r in verdicts} == {
-            code: n for code, n in counts.items() if n}
-        assert p.query('ray_codefu_reward_mean') == []  # renamed by the shipped relabelling
+            code: n for code, n in counts.items() if n
+        }
+        assert p.query("ray_codefu_reward_mean") == []  # renamed by the shipped relabelling
 
         # The Grafana dashboard: every expression parses; the panels this run feeds have data.
         dash = json.loads((REPO / "dashboards" / "codefu.json").read_text())
-        fed = {"Step", "Pass rate (last step)", "Step time", "Reward and pass rate", "Validation pass@k",
-               "Verdict mix", "Response length", "KL / entropy / clip fraction", "Time per phase",
-               "Judge throughput", "Rollout tokens per second"}
+        fed = {
+            "Step",
+            "Pass rate (last step)",
+            "Step time",
+            "Reward and pass rate",
+            "Validation pass@k",
+            "Verdict mix",
+            "Response length",
+            "KL / entropy / clip fraction",
+            "Time per phase",
+            "Judge throughput",
+            "Rollout tokens per second",
+        }
         # evaluated at one moment of the Ray path (the driver's endpoint is gone, and a query 75 s later
         # found the Ray path's series gone too): once its judge counter has two samples within a minute,
         # so that the panels' rates over 1m have two points (the driver's was scraped only once in a run
         # of a few seconds)
-        p.wait("two samples of the Ray path's judge counter", lambda: any(
-            float(r["value"][1]) >= 2
-            for r in p.query('count_over_time(codefu_judge_submissions_total{endpoint="ray"}[1m])')
-        ), 120, train, child_log)
+        p.wait(
+            "two samples of the Ray path's judge counter",
+            lambda: any(
+                float(r["value"][1]) >= 2
+                for r in p.query('count_over_time(codefu_judge_submissions_total{endpoint="ray"}[1m])')
+            ),
+            120,
+            train,
+            child_log,
+        )
         at = time.time()
         for panel in dash["panels"]:
-            results = [p.query(t["expr"].replace("$run", ".*").replace("$__rate_interval", "1m"), at=at)
-                       for t in panel["targets"]]
+            results = [
+                p.query(t["expr"].replace("$run", ".*").replace("$__rate_interval", "1m"), at=at)
+                for t in panel["targets"]
+            ]
             if panel["title"] in fed:
                 assert any(results), panel["title"]
     finally:
@@ -241,12 +289,19 @@ def check_trackers_and_report(run_dir: Path) -> None:
     ((_, wandb),) = read_wandb_history(run_dir)
     tensorboard = read_tensorboard(run_dir / "tensorboard")
     for key, by_step in expected.items():
-        for name, got in (("mlflow", mlflow["history"][mlflow_key(key)]), ("wandb", wandb[key]),
-                          ("tensorboard", tensorboard[key])):
+        for name, got in (
+            ("mlflow", mlflow["history"][mlflow_key(key)]),
+            ("wandb", wandb[key]),
+            ("tensorboard", tensorboard[key]),
+        ):
             assert set(got) == set(by_step), (name, key)
             # TensorBoard keeps float32
-            assert all(same(by_step[s], got[s]) if name != "tensorboard" else
-                       got[s] == pytest.approx(by_step[s], rel=1e-6, abs=1e-7) for s in by_step), (name, key)
+            assert all(
+                same(by_step[s], got[s])
+                if name != "tensorboard"
+                else got[s] == pytest.approx(by_step[s], rel=1e-6, abs=1e-7)
+                for s in by_step
+            ), (name, key)
     page = write_report(run_dir).read_text()
     assert page.count('<img class="plot"') == len(SECTIONS)
     assert f"finished: {STEPS} of {STEPS} steps" in page

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.slow  # Ray loops (1-4 min on a loaded 2-core machine):
 
 def two_turns(tmp_path: Path, steps: int, **rollout):
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps)
-    return replace(cfg, rollout=replace(cfg.rollout, turns=2, **rollout), loop=replace(cfg.loop, keep_final_state=False))
+    return replace(
+        cfg, rollout=replace(cfg.rollout, turns=2, **rollout), loop=replace(cfg.loop, keep_final_state=False)
+    )
 
 
 @pytest.mark.parametrize("async_turns", [False, True])
@@ -69,8 +71,15 @@ def secret_run(tmp_path: Path, name: str, reveal: bool, steps: int) -> list[floa
     cfg = two_turns(tmp_path, steps, async_turns=False)
     cfg = replace(cfg, data=replace(cfg.data, prompts_per_step=8), trainer=replace(cfg.trainer, lr=1e-2))
     run_dir = tmp_path / name
-    loop.train(cfg, run_dir, secret_problems(), [], tiny_tokenizer(), SecretCharScorer(reveal),
-               sinks=[JsonlSink(run_dir)])
+    loop.train(
+        cfg,
+        run_dir,
+        secret_problems(),
+        [],
+        tiny_tokenizer(),
+        SecretCharScorer(reveal),
+        sinks=[JsonlSink(run_dir)],
+    )
     return [r["judge/pass_rate_turn2"] for r in read_metrics(run_dir / "metrics.jsonl")]
 
 

@@ -56,7 +56,9 @@ def toy_run(
     assert not list(run_dir.glob("checkpoints/step_*/hf"))  # hf_export: end
     if not keep_state:
         with pytest.raises(CodefuError, match="finished run that kept no resumable state"):
-            loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+            loop.train(
+                cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)]
+            )
         assert len(read_metrics(run_dir / "metrics.jsonl")) == steps  # nothing lost
     return [r["reward/mean"] for r in rows]
 
@@ -146,8 +148,16 @@ def test_ppo_resumes_the_critic_and_waits_for_its_pretraining(local_ray, tmp_pat
     run_dir = tmp_path / "run"
 
     def run(max_steps=None):
-        loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=max_steps,
-                   sinks=[JsonlSink(run_dir)])
+        loop.train(
+            cfg,
+            run_dir,
+            toy_problems(),
+            [],
+            tiny_tokenizer(),
+            CharScorer(),
+            max_steps=max_steps,
+            sinks=[JsonlSink(run_dir)],
+        )
 
     run(max_steps=2)
     assert (run_dir / "checkpoints" / "critic" / "step_00000002").is_dir()
@@ -159,11 +169,21 @@ def test_ppo_resumes_the_critic_and_waits_for_its_pretraining(local_ray, tmp_pat
     assert [r["optim/steps"] for r in rows[1:]] == [1, 2, 3]
     # a run without a critic cannot resume from it silently, nor the other way round
     grpo = replace(cfg, algo=replace(cfg.algo, estimator="grpo"), loop=replace(cfg.loop, steps=6))
-    loop.train(grpo, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=1,
-               sinks=[JsonlSink(run_dir)])  # the critic's state is simply not used
+    loop.train(
+        grpo,
+        run_dir,
+        toy_problems(),
+        [],
+        tiny_tokenizer(),
+        CharScorer(),
+        max_steps=1,
+        sinks=[JsonlSink(run_dir)],
+    )  # the critic's state is simply not used
     other = tmp_path / "grpo"
     g = replace(cfg, algo=replace(cfg.algo, estimator="grpo"))
-    loop.train(g, other, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=2, sinks=[JsonlSink(other)])
+    loop.train(
+        g, other, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=2, sinks=[JsonlSink(other)]
+    )
     with pytest.raises(CodefuError, match="has no critic checkpoint"):
         loop.train(cfg, other, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(other)])
     assert len(read_metrics(other / "metrics.jsonl")) == 2  # nothing lost
@@ -177,7 +197,9 @@ def test_sigkill_mid_run_then_resume_redoes_only_steps_since_the_checkpoint(tmp_
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     script = [sys.executable, str(Path(__file__).parent / "toy_train.py"), str(run_dir), "6"]
-    first = subprocess.Popen(script, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    first = subprocess.Popen(
+        script, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     metrics = run_dir / "metrics.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and first.poll() is None:

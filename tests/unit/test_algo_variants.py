@@ -34,8 +34,10 @@ def ref_whiten(rows, masks, eps=1e-8):
         return [[0.0] * len(r) for r in rows]
     mean = sum(vals) / n
     var = sum((x - mean) ** 2 for x in vals) / max(n - 1, 1)
-    return [[(x - mean) / math.sqrt(var + eps) if on else 0.0 for x, on in zip(row, m, strict=True)]
-            for row, m in zip(rows, masks, strict=True)]
+    return [
+        [(x - mean) / math.sqrt(var + eps) if on else 0.0 for x, on in zip(row, m, strict=True)]
+        for row, m in zip(rows, masks, strict=True)
+    ]
 
 
 def ref_gae(rewards, values, masks, gamma, lam, whiten):
@@ -400,8 +402,9 @@ def test_gspo_matches_sequence_level_reference(seed, agg):
     adv = torch.randn(B, generator=g, dtype=torch.float64)
     clip_low, clip_high = (0.03, 0.04) if seed % 2 else (3e-4, 4e-4)
     lp = _poison(logp, mask).requires_grad_()
-    loss, m = gspo_loss(lp, _poison(old, mask), _poison(adv[:, None].expand(B, T), mask), mask,
-                        clip_low, clip_high, agg=agg)
+    loss, m = gspo_loss(
+        lp, _poison(old, mask), _poison(adv[:, None].expand(B, T), mask), mask, clip_low, clip_high, agg=agg
+    )
     loss.backward()
     ref_lp = logp.clone().requires_grad_()
     want = _seq_level_gspo(ref_lp, old, adv, mask, clip_low, clip_high, agg)
@@ -415,8 +418,11 @@ def test_gspo_matches_sequence_level_reference(seed, agg):
         row = [logp[b, t].item() - old[b, t].item() for t in range(T) if mask[b, t]]
         if row:
             s[b] = math.exp(sum(row) / len(row))
-    clipped = [(b, t) for b, t in on
-               if -adv[b].item() * clip(s[b], 1 - clip_low, 1 + clip_high) > -adv[b].item() * s[b]]
+    clipped = [
+        (b, t)
+        for b, t in on
+        if -adv[b].item() * clip(s[b], 1 - clip_low, 1 + clip_high) > -adv[b].item() * s[b]
+    ]
     assert _close(m["clip_frac"], len(clipped) / len(on))
     assert _close(m["ratio_mean"], sum(s[b] for b, _ in on) / len(on))
     assert _close(m["ratio_max"], max(s.values()))
@@ -495,17 +501,24 @@ def test_cispo_matches_loop_reference(seed, per_token, agg):
         adv = adv[:, 0]
     adv_tok = adv if per_token else adv[:, None].expand(B, T)
     lp = _poison(logp, mask).requires_grad_()
-    loss, m = cispo_loss(lp, _poison(old, mask), _poison(adv_tok, mask) if per_token else adv, mask,
-                         0.2, 0.28, agg=agg)
+    loss, m = cispo_loss(
+        lp, _poison(old, mask), _poison(adv_tok, mask) if per_token else adv, mask, 0.2, 0.28, agg=agg
+    )
     loss.backward()
-    weights = [[clip(math.exp(a - o), 0.8, 1.28) for a, o in zip(lr, orow, strict=True)]
-               for lr, orow in zip(logp.tolist(), old.tolist(), strict=True)]
-    pg = [[-w * a * lp_ for w, a, lp_ in zip(wr, ar, lr, strict=True)]
-          for wr, ar, lr in zip(weights, adv_tok.tolist(), logp.tolist(), strict=True)]
+    weights = [
+        [clip(math.exp(a - o), 0.8, 1.28) for a, o in zip(lr, orow, strict=True)]
+        for lr, orow in zip(logp.tolist(), old.tolist(), strict=True)
+    ]
+    pg = [
+        [-w * a * lp_ for w, a, lp_ in zip(wr, ar, lr, strict=True)]
+        for wr, ar, lr in zip(weights, adv_tok.tolist(), logp.tolist(), strict=True)
+    ]
     assert _close(loss, ref_aggregate(pg, mask.tolist(), agg), 1e-9)
     tw = token_weights(mask.tolist(), agg)
-    want_grad = [[-w * a * k for w, a, k in zip(wr, ar, kr, strict=True)]
-                 for wr, ar, kr in zip(weights, adv_tok.tolist(), tw, strict=True)]
+    want_grad = [
+        [-w * a * k for w, a, k in zip(wr, ar, kr, strict=True)]
+        for wr, ar, kr in zip(weights, adv_tok.tolist(), tw, strict=True)
+    ]
     assert torch.allclose(lp.grad, _t(want_grad), atol=1e-12)
     assert (lp.grad[mask] != 0).all()  # every valid token keeps its gradient, clipped or not
     on = [(b, t) for b in range(B) for t in range(T) if mask[b, t]]
@@ -721,8 +734,10 @@ def test_value_loss_micro_batches_add_up_to_the_mini_batch():
     mask = (torch.rand(6, 9, generator=g) > 0.3).float()
     whole, _ = value_loss(v, old, ret, mask, 0.2)
     n = float(mask.sum())
-    parts = [value_loss(v[i : i + 2], old[i : i + 2], ret[i : i + 2], mask[i : i + 2], 0.2, normalizer=n)[0]
-             for i in range(0, 6, 2)]
+    parts = [
+        value_loss(v[i : i + 2], old[i : i + 2], ret[i : i + 2], mask[i : i + 2], 0.2, normalizer=n)[0]
+        for i in range(0, 6, 2)
+    ]
     torch.testing.assert_close(sum(parts), whole)
 
 

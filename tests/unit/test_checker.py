@@ -60,7 +60,9 @@ def test_nan_and_inf_in_any_spelling_match_the_same_value():
         for actual in accepted:
             assert tokens_match(expected, actual), (expected, actual)
     assert not tokens_match("inf", "-inf") and not tokens_match("-Inf", "inf")
-    assert not tokens_match("nan", "inf") and not tokens_match("nan", "0") and not tokens_match("inf", "1e309")
+    assert (
+        not tokens_match("nan", "inf") and not tokens_match("nan", "0") and not tokens_match("inf", "1e309")
+    )
     assert not tokens_match("1.5", "nan") and not tokens_match("NaN", "nano")
     assert outputs_match("0.5 NaN\n-inf\n", "0.5000001 nan -INF")
 

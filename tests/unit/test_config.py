@@ -10,7 +10,9 @@ from codefu.judge import JudgeConfig
 def test_defaults_yaml_and_overrides_compose(tmp_path):
     path = tmp_path / "judge.yaml"
     path.write_text("reward: binary\nmax_tests: 10\nsandbox:\n  max_processes: 32\n")
-    cfg = load_config(JudgeConfig, path, ["max_tests=20", "compile.cpp_flags=[-O2, -std=c++20]", "time_scale=2"])
+    cfg = load_config(
+        JudgeConfig, path, ["max_tests=20", "compile.cpp_flags=[-O2, -std=c++20]", "time_scale=2"]
+    )
     assert cfg.reward == "binary" and cfg.max_tests == 20 and cfg.time_scale == 2.0
     assert cfg.sandbox.max_processes == 32 and cfg.sandbox.kind == "bwrap"  # untouched keys keep defaults
     assert cfg.compile.cpp_flags == ["-O2", "-std=c++20"]

@@ -43,6 +43,7 @@ def _write(path: Path, problems: list[Problem]) -> Path:
 
 # ---- the plan: which dataset each prompt comes from ------------------------------------------------------
 
+
 def test_plan_keeps_every_dataset_within_one_prompt_of_its_share():
     rng = random.Random(0)
     for _ in range(100):
@@ -74,6 +75,7 @@ def test_plan_by_hand():
 
 
 # ---- the loader ---------------------------------------------------------------------------------------
+
 
 def test_mixed_loader_draws_by_weight_deterministically():
     def draws() -> list[str]:
@@ -118,8 +120,9 @@ def test_resume_draws_what_the_uninterrupted_run_draws():
     cfg = DifficultyConfig(enabled=True, window=1, retry_after=1)
 
     def make() -> MixedLoader:
-        return MixedLoader([_problems("a", 5, "x"), _problems("b", 11, "y")], [1, 2], seed=3,
-                           difficulty=PassRateRecord(cfg))
+        return MixedLoader(
+            [_problems("a", 5, "x"), _problems("b", 11, "y")], [1, 2], seed=3, difficulty=PassRateRecord(cfg)
+        )
 
     def run(loader: MixedLoader, steps: int) -> list[str]:
         out = []
@@ -140,7 +143,7 @@ def test_resume_draws_what_the_uninterrupted_run_draws():
     assert "difficulty" in state and all("difficulty" not in d["loader"] for d in state["datasets"])
     resumed = make()
     resumed.load_state_dict(state)
-    assert run(resumed, 9) == expected[len(seen):]
+    assert run(resumed, 9) == expected[len(seen) :]
 
 
 def test_resume_checks_the_datasets_and_restarts_the_shares_with_new_weights():
@@ -149,7 +152,9 @@ def test_resume_checks_the_datasets_and_restarts_the_shares_with_new_weights():
     state = loader.state_dict()
     with pytest.raises(CodefuError, match="saved state is for 2 datasets; data.train lists 1"):
         MixedLoader([_problems("a", 5)], [1]).load_state_dict(state)
-    with pytest.raises(CodefuError, match=r"data.train\[1\]: ProblemLoader: the saved state is for a different"):
+    with pytest.raises(
+        CodefuError, match=r"data.train\[1\]: ProblemLoader: the saved state is for a different"
+    ):
         MixedLoader([_problems("a", 5), _problems("c", 5)], [1, 1]).load_state_dict(state)
     with pytest.raises(CodefuError, match="a single dataset's"):
         MixedLoader([_problems("a", 5)], [1]).load_state_dict(ProblemLoader(_problems("a", 5)).state_dict())
@@ -179,12 +184,16 @@ def test_training_loader_groups_problems_by_their_dataset():
 
 # ---- the config ---------------------------------------------------------------------------------------
 
+
 def test_config_takes_a_path_or_a_weighted_list(tmp_path):
     (tmp_path / "run.yaml").write_text(
         "data:\n  train:\n    - {path: data/taco/train.parquet, weight: 2}\n    - {path: data/cc/train.parquet}\n"
     )
     cfg = load_config(RunConfig, tmp_path / "run.yaml")
-    assert cfg.data.train == [TrainSource("data/taco/train.parquet", 2.0), TrainSource("data/cc/train.parquet")]
+    assert cfg.data.train == [
+        TrainSource("data/taco/train.parquet", 2.0),
+        TrainSource("data/cc/train.parquet"),
+    ]
     check_run_config(cfg)
     (tmp_path / "saved.yaml").write_text(dump_yaml(cfg))  # config.yaml of a run, loaded on --resume
     assert load_config(RunConfig, tmp_path / "saved.yaml").data.train == cfg.data.train
@@ -196,7 +205,10 @@ def test_config_takes_a_path_or_a_weighted_list(tmp_path):
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("[{path: a, weight: 1}, {path: b, weight: 0}]", r"data.train\[1\].weight must be a finite number > 0, got 0"),
+        (
+            "[{path: a, weight: 1}, {path: b, weight: 0}]",
+            r"data.train\[1\].weight must be a finite number > 0, got 0",
+        ),
         ("[{path: a, weight: -1}]", r"data.train\[0\].weight must be a finite number > 0, got -1"),
         ("[{path: a, weight: .nan}]", r"data.train\[0\].weight must be a finite number > 0, got nan"),
         ("[{path: a, weight: .inf}]", r"data.train\[0\].weight must be a finite number > 0"),
@@ -228,11 +240,13 @@ def test_an_empty_list_and_weights_set_in_code_are_checked():
 
 # ---- loading the datasets -----------------------------------------------------------------------------
 
+
 def test_each_dataset_is_split_and_marked(tmp_path):
     a = _write(tmp_path / "a.parquet", _problems("a", 10, "taco"))
     b = _write(tmp_path / "b.parquet", _problems("b", 20, "code_contests"))
-    mixed = RunConfig(data=DataConfig(train=[TrainSource(str(a), 2), TrainSource(str(b))], val_fraction=0.2,
-                                      seed=5))
+    mixed = RunConfig(
+        data=DataConfig(train=[TrainSource(str(a), 2), TrainSource(str(b))], val_fraction=0.2, seed=5)
+    )
     train, val = load_splits(mixed)
     assert (len(train), len(val)) == (8 + 16, 2 + 4)  # val_fraction of each dataset
     assert {p.extra[DATASET_KEY] for p in train if p.source == "taco"} == {0}
@@ -278,16 +292,32 @@ def test_missing_and_empty_datasets_name_the_key_and_path(tmp_path):
 
 # ---- metrics ------------------------------------------------------------------------------------------
 
+
 def test_source_metrics_per_step():
     taco, cc, bare = _problems("t", 2, "taco"), _problems("c", 1, "code contests"), _problems("u", 1)
     owners = [taco[0]] * 2 + [taco[1]] * 2 + [cc[0]] * 3 + [bare[0]]
-    statuses = ["ACCEPTED", "WRONG_ANSWER", "ACCEPTED", "SANDBOX_ERROR", "SANDBOX_ERROR", "ACCEPTED",
-                "TIME_LIMIT", "SANDBOX_ERROR"]
-    scores = [Score(None if s == "SANDBOX_ERROR" else float(s == "ACCEPTED"), s == "ACCEPTED", s)
-              for s in statuses]
+    statuses = [
+        "ACCEPTED",
+        "WRONG_ANSWER",
+        "ACCEPTED",
+        "SANDBOX_ERROR",
+        "SANDBOX_ERROR",
+        "ACCEPTED",
+        "TIME_LIMIT",
+        "SANDBOX_ERROR",
+    ]
+    scores = [
+        Score(None if s == "SANDBOX_ERROR" else float(s == "ACCEPTED"), s == "ACCEPTED", s) for s in statuses
+    ]
     m = source_metrics(owners, scores)
-    assert list(m) == ["data/pass_rate/code_contests", "data/prompts/code_contests", "data/pass_rate/taco",
-                       "data/prompts/taco", "data/pass_rate/unknown", "data/prompts/unknown"]
+    assert list(m) == [
+        "data/pass_rate/code_contests",
+        "data/prompts/code_contests",
+        "data/pass_rate/taco",
+        "data/prompts/taco",
+        "data/pass_rate/unknown",
+        "data/prompts/unknown",
+    ]
     assert m["data/pass_rate/taco"] == pytest.approx(2 / 3) and m["data/prompts/taco"] == 2.0
     assert m["data/pass_rate/code_contests"] == 0.5 and m["data/prompts/code_contests"] == 1.0
     assert math.isnan(m["data/pass_rate/unknown"]) and m["data/prompts/unknown"] == 1.0  # nothing judged

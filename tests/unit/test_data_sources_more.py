@@ -68,7 +68,9 @@ def test_taco_rows_from_its_arrow_and_parquet_files():
     assert (good["Sum"].problem.time_limit_s, good["Sum"].problem.memory_limit_bytes) == (0.5, 64 * MIB)
     add = good["https://www.codewars.com/kata/add"].problem  # a function call: JSON arguments in, value out
     assert add.function == FunctionSpec("add", "def add(a, b):\n\t", unwrap_singleton=True)
-    assert add.private_tests == [Case("[1, 2]", "3"), Case("[3, 4]", "7")] and add.preferred_language == "python"
+    assert (
+        add.private_tests == [Case("[1, 2]", "3"), Case("[3, 4]", "7")] and add.preferred_language == "python"
+    )
     assert [r.problem.function is not None for r in good.values()].count(True) == 2  # and test's maxProfit
     assert all(r.unsupported is None for r in good.values())
     assert bad == {
@@ -215,7 +217,10 @@ def test_function_call_problems_are_kept_for_python_with_a_function_prompt(tmp_p
     assert "standard input and writes" not in prompt  # not the stdin instructions
     assert loaded["Problem 2848"].function == FunctionSpec("numberOfPoints", "")
     assert "# a function named numberOfPoints" in loaded["Problem 2848"].prompt[0]["content"]  # no starter
-    assert loaded["Inversions"].function is None and "standard input" in loaded["Inversions"].prompt[0]["content"]
+    assert (
+        loaded["Inversions"].function is None
+        and "standard input" in loaded["Inversions"].prompt[0]["content"]
+    )
 
 
 def test_duplicates_across_sources_keep_the_first_seen(tmp_path):

@@ -44,7 +44,9 @@ from codefu.types import Problem, Status, TestCase, TestResult, Verdict
 CANARY = "CANARY-7f3a91"
 
 
-def completion(prompt_index: int, prompt: list[int], tokens: list[int], text: str, sample: int = 0) -> Completion:
+def completion(
+    prompt_index: int, prompt: list[int], tokens: list[int], text: str, sample: int = 0
+) -> Completion:
     return Completion(prompt_index, sample, prompt, tokens, text, [-0.5] * len(tokens), "length")
 
 
@@ -67,10 +69,17 @@ def test_an_episode_is_one_completion_whose_feedback_tokens_are_masked():
 
 
 def test_the_batch_trains_only_the_models_tokens():
-    e = Episode(0, 0, [1, 2], [completion(0, [1, 2], [10, 11], "a"), completion(0, [], [20], "b")],
-                feedback_ids=[[90, 91, 92]])
+    e = Episode(
+        0,
+        0,
+        [1, 2],
+        [completion(0, [1, 2], [10, 11], "a"), completion(0, [], [20], "b")],
+        feedback_ids=[[90, 91, 92]],
+    )
     plain = completion(1, [1, 2, 3], [30, 31], "c")
-    batch = completions_to_batch([e.completion(), plain, plain], torch.zeros(3), torch.tensor([True, True, False]))
+    batch = completions_to_batch(
+        [e.completion(), plain, plain], torch.zeros(3), torch.tensor([True, True, False])
+    )
     assert batch.response_mask[0].tolist() == [0, 0, 1, 1, 0, 0, 0, 1]
     assert batch.old_logprobs[0].tolist() == [0, 0, -0.5, -0.5, 0, 0, 0, -0.5]
     assert batch.response_mask[1].tolist() == [0, 0, 0, 1, 1, 0, 0, 0]
@@ -82,14 +91,20 @@ def test_no_loss_term_or_mismatch_metric_reads_a_feedback_token(policy_loss):
     """Whatever the log-probs at the feedback positions (any number: the trainer's, the reference's, the
     engine's 0.0), the loss with its KL, entropy and rollout-correction terms, its gradient there, and the
     rollout-vs-trainer mismatch metrics are the same."""
-    e = Episode(0, 0, [1, 2], [completion(0, [1, 2], [10, 11], "a"), completion(0, [], [20, 21], "b")],
-                feedback_ids=[[90, 91, 92]])
+    e = Episode(
+        0,
+        0,
+        [1, 2],
+        [completion(0, [1, 2], [10, 11], "a"), completion(0, [], [20, 21], "b")],
+        feedback_ids=[[90, 91, 92]],
+    )
     batch = completions_to_batch([e.completion()], torch.tensor([1.0]), torch.tensor([True]))
     mask = batch.response_mask.float()
     feedback = (torch.arange(mask.shape[1]) >= 4) & (torch.arange(mask.shape[1]) < 7)
     assert mask[0, feedback].sum() == 0 and mask.sum() == 4
-    settings = LossSettings(policy_loss=policy_loss, kl_coef=0.1, entropy_coef=0.01,
-                            rollout_correction="token_truncate")
+    settings = LossSettings(
+        policy_loss=policy_loss, kl_coef=0.1, entropy_coef=0.01, rollout_correction="token_truncate"
+    )
 
     def run(junk: float):
         g = torch.Generator().manual_seed(0)
@@ -97,10 +112,24 @@ def test_no_loss_term_or_mismatch_metric_reads_a_feedback_token(policy_loss):
         for x in parts:
             x[0, feedback] = junk
         lp = parts[0].clone().requires_grad_(True)
-        loss, _ = rl_loss(lp, parts[1], batch.advantages, mask, mask.sum(-1), float(mask.sum()), settings,
-                          entropy=-parts[0], ref_logprobs=parts[2], rollout_logprobs=parts[3])
+        loss, _ = rl_loss(
+            lp,
+            parts[1],
+            batch.advantages,
+            mask,
+            mask.sum(-1),
+            float(mask.sum()),
+            settings,
+            entropy=-parts[0],
+            ref_logprobs=parts[2],
+            rollout_logprobs=parts[3],
+        )
         loss.backward()
-        return float(loss.detach()), lp.grad[0, feedback], logprob_mismatch(parts[3], parts[0], batch.response_mask)
+        return (
+            float(loss.detach()),
+            lp.grad[0, feedback],
+            logprob_mismatch(parts[3], parts[0], batch.response_mask),
+        )
 
     loss, grad, mismatch = run(-0.1)
     loss_junk, grad_junk, mismatch_junk = run(-30.0)
@@ -135,18 +164,23 @@ class Fakes:
     def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
         self.checked.append(list(responses))
         return [
-            Feedback(True, "ACCEPTED") if r == "ok" else
-            Feedback(False, "WRONG_ANSWER", test=TestCase("1\n", "2\n"), example=1, examples=1, output=r)
+            Feedback(True, "ACCEPTED")
+            if r == "ok"
+            else Feedback(False, "WRONG_ANSWER", test=TestCase("1\n", "2\n"), example=1, examples=1, output=r)
             for r in responses
         ]
 
     def generate_stream(self, prompts, sampling, follow_ups=None):
         """`generate` as one batch, then each lot of follow-ups as one (what run_episodes_async drives)."""
+
         def once(prompts, sampling):
             yield self.generate(prompts, sampling)
 
-        yield from once(prompts, sampling) if follow_ups is None else follow_ups_in_batches(
-            once, prompts, sampling, follow_ups)
+        yield from (
+            once(prompts, sampling)
+            if follow_ups is None
+            else follow_ups_in_batches(once, prompts, sampling, follow_ups)
+        )
 
     def check_public_each(self, items):
         """Each check after a random pause, on a pool of threads, given as each is done (a judge's order)."""
@@ -179,7 +213,9 @@ PROMPTS = [[100, 1], [200, 1]]
 def test_one_turn_is_one_generate_call_and_no_public_check():
     fakes = Fakes({100: 1})
     sampling = SamplingParams(n=2, seed=5, max_new_tokens=3)
-    episodes = run_episodes(PROBLEMS, PROMPTS, sampling, EpisodePlan(), turn_in_sequence(fakes.generate, fakes.check_public))
+    episodes = run_episodes(
+        PROBLEMS, PROMPTS, sampling, EpisodePlan(), turn_in_sequence(fakes.generate, fakes.check_public)
+    )
     assert fakes.calls == [(PROMPTS, sampling)] and fakes.checked == []
     assert [e.turns for e in episodes] == [1, 1, 1, 1] and all(not e.checks for e in episodes)
 
@@ -188,9 +224,18 @@ def test_failing_episodes_get_feedback_and_one_more_sample_each():
     fakes = Fakes({100: 1, 200: 2})  # problem a passes its examples at once, b at the second turn
     sampling = SamplingParams(n=2, seed=5, max_new_tokens=3)
     plan = EpisodePlan(turns=3, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS, PROMPTS, sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public))
-    assert [(e.prompt_index, e.sample_index, e.turns) for e in episodes] == [(0, 0, 1), (0, 1, 1), (1, 0, 2), (1, 1, 2)]
-    assert len(fakes.calls) == 2  # b passed at turn 2: no third turn, and its turn-2 program is not re-checked
+    episodes = run_episodes(
+        PROBLEMS, PROMPTS, sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public)
+    )
+    assert [(e.prompt_index, e.sample_index, e.turns) for e in episodes] == [
+        (0, 0, 1),
+        (0, 1, 1),
+        (1, 0, 2),
+        (1, 1, 2),
+    ]
+    assert (
+        len(fakes.calls) == 2
+    )  # b passed at turn 2: no third turn, and its turn-2 program is not re-checked
     prompts, later = fakes.calls[1]
     assert (later.n, later.max_new_tokens, later.temperature) == (1, 3, sampling.temperature)
     assert later.seed != sampling.seed  # another draw than turn 1's
@@ -208,14 +253,20 @@ def test_turns_stop_at_the_limit_and_at_the_token_budget():
     fakes = Fakes({})  # never passes
     sampling = SamplingParams(n=1, max_new_tokens=3)
     plan = EpisodePlan(turns=3, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public))
-    assert episodes[0].turns == 3 and len(episodes[0].checks) == 2  # the last turn is judged on hidden tests only
+    episodes = run_episodes(
+        PROBLEMS[:1], PROMPTS[:1], sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public)
+    )
+    assert (
+        episodes[0].turns == 3 and len(episodes[0].checks) == 2
+    )  # the last turn is judged on hidden tests only
     # a budget that holds turn 1, its feedback and one more response, not a third
     feedback = len(episodes[0].feedback_ids[0])
     budget = 3 + feedback + 3 + feedback + 2
     fakes = Fakes({})
     plan = EpisodePlan(turns=3, max_episode_tokens=budget, follow_up=follow_up)
-    episodes = run_episodes(PROBLEMS[:1], PROMPTS[:1], sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public))
+    episodes = run_episodes(
+        PROBLEMS[:1], PROMPTS[:1], sampling, plan, turn_in_sequence(fakes.generate, fakes.check_public)
+    )
     e = episodes[0]
     assert e.turns == 2 and len(e.checks) == 2 and e.tokens <= budget
     assert len(e.feedback_ids) == 1  # no feedback turn without a response after it
@@ -247,10 +298,20 @@ def test_feedback_shows_the_first_failing_example():
 
 
 def test_feedback_of_each_kind_of_failure():
-    compile_error = feedback_message(Feedback(False, "COMPILE_ERROR", compile_output="main.cpp:3: error: x"), 400)
-    assert compile_error.startswith("Your program does not compile.\nCompiler output:\n```\nmain.cpp:3: error: x\n```")
-    crash = Feedback(False, "RUNTIME_ERROR", test=TestCase("0\n", "1\n"), example=1, examples=1,
-                     message="exit status 1\nZeroDivisionError: division by zero")
+    compile_error = feedback_message(
+        Feedback(False, "COMPILE_ERROR", compile_output="main.cpp:3: error: x"), 400
+    )
+    assert compile_error.startswith(
+        "Your program does not compile.\nCompiler output:\n```\nmain.cpp:3: error: x\n```"
+    )
+    crash = Feedback(
+        False,
+        "RUNTIME_ERROR",
+        test=TestCase("0\n", "1\n"),
+        example=1,
+        examples=1,
+        message="exit status 1\nZeroDivisionError: division by zero",
+    )
     text = feedback_message(crash, 400)
     assert "runtime error" in text and "Error:\n```\nexit status 1\nZeroDivisionError" in text
     slow = feedback_message(replace(crash, status="TIME_LIMIT", output="partial"), 400)
@@ -262,8 +323,9 @@ def test_each_part_is_cut_to_the_budget_keeping_head_and_tail():
     assert clip("short", 10) == "short"
     cut = clip("A" * 50 + "B" * 50, 30)
     assert cut == "A" * 20 + "\n... (70 characters cut) ...\n" + "B" * 10
-    fb = Feedback(False, "WRONG_ANSWER", test=TestCase("x" * 5000, "y" * 5000), example=1, examples=1,
-                  output="z" * 5000)
+    fb = Feedback(
+        False, "WRONG_ANSWER", test=TestCase("x" * 5000, "y" * 5000), example=1, examples=1, output="z" * 5000
+    )
     text = feedback_message(fb, 100)
     assert len(text) < 3 * (100 + 40) + 250  # three parts of ~100 characters and the fixed lines
     assert text.count("characters cut") == 3
@@ -276,8 +338,13 @@ def test_the_feedback_turn_is_what_the_chat_template_renders_after_a_reply():
     reply = tok.encode("print(1)", add_special_tokens=False)  # cut by the length cap: no end-of-turn
     follow = follow_up_ids(tok, "failed", reply)
     whole = tok.apply_chat_template(
-        [*problem.prompt, {"role": "assistant", "content": "print(1)"}, {"role": "user", "content": "failed"}],
-        add_generation_prompt=True, tokenize=False,
+        [
+            *problem.prompt,
+            {"role": "assistant", "content": "print(1)"},
+            {"role": "user", "content": "failed"},
+        ],
+        add_generation_prompt=True,
+        tokenize=False,
     )
     assert prompt + reply + follow == tok.encode(whole, add_special_tokens=False)
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
@@ -305,8 +372,11 @@ class RecordingJudge:
             self.seen.append(problem)
             tests = select_tests(problem, "private", self.judge_config.max_tests, self.judge_config.seed)
             bad = next((j for j, t in enumerate(tests) if t.input.startswith("bad")), None)
-            results = [TestResult(Status.ACCEPTED)] * len(tests) if bad is None else (
-                [TestResult(Status.ACCEPTED)] * bad + [TestResult(Status.WRONG_ANSWER, output="out")])
+            results = (
+                [TestResult(Status.ACCEPTED)] * len(tests)
+                if bad is None
+                else ([TestResult(Status.ACCEPTED)] * bad + [TestResult(Status.WRONG_ANSWER, output="out")])
+            )
             status = Status.ACCEPTED if bad is None else Status.WRONG_ANSWER
             yield i, Verdict(status, tests=results, first_failure=bad)
 
@@ -321,7 +391,13 @@ def test_hidden_tests_never_reach_the_feedback():
     assert len({id(p) for p in judge.seen}) == 2  # one copy per problem: twins are still judged once
     fb = feedback[0]
     assert (fb.passed, fb.status, fb.test, fb.example, fb.examples, fb.output) == (
-        False, "WRONG_ANSWER", TestCase("bad-2\n", "2\n"), 2, 2, "out")
+        False,
+        "WRONG_ANSWER",
+        TestCase("bad-2\n", "2\n"),
+        2,
+        2,
+        "out",
+    )
     assert CANARY not in feedback_message(fb, 10_000)
     # the program that passes the public tests ends its episode, whatever the hidden tests say
     assert feedback[2].passed
@@ -345,15 +421,27 @@ def test_the_failing_example_is_found_when_judge_max_tests_cuts_the_public_tests
 
 def episode_summary(episodes):
     return [
-        (e.prompt_index, e.sample_index, [r.text for r in e.responses], [c.status for c in e.checks],
-         e.feedback_ids, [r.prompt_ids for r in e.responses])
+        (
+            e.prompt_index,
+            e.sample_index,
+            [r.text for r in e.responses],
+            [c.status for c in e.checks],
+            e.feedback_ids,
+            [r.prompt_ids for r in e.responses],
+        )
         for e in episodes
     ]
 
 
 @pytest.mark.parametrize(
     "solve_at, turns, budget",
-    [({100: 1, 200: 2}, 3, None), ({}, 3, None), ({200: 3}, 4, None), ({}, 3, 3 + 2 + 3 + 2), ({100: 2}, 2, None)],
+    [
+        ({100: 1, 200: 2}, 3, None),
+        ({}, 3, None),
+        ({200: 3}, 4, None),
+        ({}, 3, 3 + 2 + 3 + 2),
+        ({100: 2}, 2, None),
+    ],
 )
 def test_async_turns_end_every_episode_as_the_lock_step_does(solve_at, turns, budget):
     """The same episodes as in lock-step, with each check back at its own time (a pool of threads): every
@@ -362,12 +450,17 @@ def test_async_turns_end_every_episode_as_the_lock_step_does(solve_at, turns, bu
     sampling = SamplingParams(n=2, seed=5, max_new_tokens=3)
     plan = EpisodePlan(turns=turns, max_episode_tokens=budget, follow_up=lambda text, reply: [7, 7])
     lock = Fakes(solve_at)
-    expected = run_episodes(PROBLEMS, PROMPTS, sampling, plan, turn_in_sequence(lock.generate, lock.check_public))
+    expected = run_episodes(
+        PROBLEMS, PROMPTS, sampling, plan, turn_in_sequence(lock.generate, lock.check_public)
+    )
     fakes = Fakes(solve_at)
     conversations = LocalConversations(fakes, PROMPTS, sampling)
     put = []
     real_put = conversations.follow_up
-    conversations.follow_up = lambda index, prompt, after: (put.append((index, after)), real_put(index, prompt, after))
+    conversations.follow_up = lambda index, prompt, after: (
+        put.append((index, after)),
+        real_put(index, prompt, after),
+    )
     got = run_episodes_async(PROBLEMS, sampling, plan, conversations, fakes.check_public_each)
     assert episode_summary(got) == episode_summary(expected)
     assert sorted(i for i, _ in put) == list(range(len(PROMPTS), len(PROMPTS) + len(put)))
@@ -400,7 +493,9 @@ def test_async_turns_raise_a_failing_check_or_generation_instead_of_waiting():
 
     fakes = BrokenEngine({})
     with pytest.raises(RuntimeError, match="out of memory"):
-        run_episodes_async(PROBLEMS, sampling, plan, LocalConversations(fakes, PROMPTS, sampling), fakes.check_public_each)
+        run_episodes_async(
+            PROBLEMS, sampling, plan, LocalConversations(fakes, PROMPTS, sampling), fakes.check_public_each
+        )
 
 
 # ---- reward, metrics, config ------------------------------------------------------------------------
@@ -418,13 +513,22 @@ def test_turn_shaping_by_hand():
 
 def test_episode_metrics_by_hand():
     def ep(turns: int, checks: list[bool]) -> Episode:
-        return Episode(0, 0, [1], [completion(0, [1], [5], "x")] * turns,
-                       checks=[Feedback(c, "ACCEPTED" if c else "WRONG_ANSWER") for c in checks],
-                       feedback_ids=[[9, 9]] * (turns - 1))
+        return Episode(
+            0,
+            0,
+            [1],
+            [completion(0, [1], [5], "x")] * turns,
+            checks=[Feedback(c, "ACCEPTED" if c else "WRONG_ANSWER") for c in checks],
+            feedback_ids=[[9, 9]] * (turns - 1),
+        )
 
     episodes = [ep(1, [True]), ep(2, [False]), ep(2, [False]), ep(1, [False])]  # the last: out of budget
-    scores = [Score(1.0, True, "ACCEPTED"), Score(1.0, True, "ACCEPTED"), Score(0.0, False, "WRONG_ANSWER"),
-              Score(None, False, "SANDBOX_ERROR")]
+    scores = [
+        Score(1.0, True, "ACCEPTED"),
+        Score(1.0, True, "ACCEPTED"),
+        Score(0.0, False, "WRONG_ANSWER"),
+        Score(None, False, "SANDBOX_ERROR"),
+    ]
     m = episode_metrics(episodes, scores, turns=2)
     assert m == {
         "rollout/turns_mean": 1.5,
@@ -439,8 +543,11 @@ def test_episode_metrics_by_hand():
 
 @pytest.mark.parametrize(
     "override,key",
-    [({"turns": 0}, "rollout.turns"), ({"max_episode_tokens": 10}, "rollout.max_episode_tokens"),
-     ({"feedback_chars": 0}, "rollout.feedback_chars")],
+    [
+        ({"turns": 0}, "rollout.turns"),
+        ({"max_episode_tokens": 10}, "rollout.max_episode_tokens"),
+        ({"feedback_chars": 0}, "rollout.feedback_chars"),
+    ],
 )
 def test_out_of_range_episode_settings_name_the_key(override, key):
     cfg = RunConfig()

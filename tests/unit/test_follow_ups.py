@@ -58,7 +58,11 @@ def test_an_engine_without_mid_batch_admission_takes_follow_ups_batch_by_batch()
     assert first == [(0, 0), (0, 1), (1, 0), (1, 1)]
     later = sorted(got[4:], key=lambda c: c.prompt_index)
     assert [(c.prompt_index, c.sample_index, c.prompt_ids) for c in later] == [
-        (10, 0, PROMPTS[0]), (11, 0, PROMPTS[1]), (12, 0, PROMPTS[0]), (13, 0, PROMPTS[1])]
+        (10, 0, PROMPTS[0]),
+        (11, 0, PROMPTS[1]),
+        (12, 0, PROMPTS[0]),
+        (13, 0, PROMPTS[1]),
+    ]
     # the same prompts in the same order: another lot, other draws
     assert [c.token_ids for c in later[:2]] != [c.token_ids for c in later[2:]]
 

@@ -39,15 +39,15 @@ NONCE = b"0123456789abcdef" * 2
 @pytest.mark.parametrize(
     ("expected", "actual"),
     [
-        ("[1, [2, 3], {\"a\": null}]", "[1,[2,3],{\"a\":null}]"),
+        ('[1, [2, 3], {"a": null}]', '[1,[2,3],{"a":null}]'),
         ("0.333333333", "0.3333333333333333"),  # float within 1e-6
         ("1e9", "1000000000.5"),  # relative error
         ("3", "3.0"),  # an int accepts the float that is exactly it, as Python's ==
-        ("[true, \"x\"]", "[true, \"x\"]"),
+        ('[true, "x"]', '[true, "x"]'),
         ("NaN", "NaN"),
         ("Infinity", "Infinity"),
         ("1" * 5000, "1" * 5000),  # past Python's int-conversion limit: compared as digits
-        ("{\"b\": 1, \"a\": [2.5]}", "{\"a\": [2.5000001], \"b\": 1}"),
+        ('{"b": 1, "a": [2.5]}', '{"a": [2.5000001], "b": 1}'),
     ],
 )
 def test_equal_values(expected, actual):
@@ -64,11 +64,11 @@ def test_equal_values(expected, actual):
         ("1", "true"),  # booleans are not numbers
         ("false", "0"),
         ("null", "0"),
-        ("\"3\"", "3"),
+        ('"3"', "3"),
         ("[1, 2]", "[2, 1]"),
         ("[1, 2]", "[1, 2, 3]"),
-        ("{\"a\": 1}", "{\"a\": 1, \"b\": 2}"),
-        ("{\"a\": 1}", "[[\"a\", 1]]"),
+        ('{"a": 1}', '{"a": 1, "b": 2}'),
+        ('{"a": 1}', '[["a", 1]]'),
         ("1e308", "Infinity"),
         ("1" * 5000, "1" * 4999 + "2"),
         ("1" * 5000, "1e300"),
@@ -189,7 +189,9 @@ def f(kind):
 def test_harness_protocol(tmp_path):
     code, payload, err = harness(tmp_path, "def f():\n    return object()", [])
     assert code == 0 and payload.startswith(b"!") and b"object" in payload
-    code, payload, err = harness(tmp_path, "class Solution:\n    def f(self, a: List[int]) -> int:\n        return sum(a)", [[1, 2]])
+    code, payload, err = harness(
+        tmp_path, "class Solution:\n    def f(self, a: List[int]) -> int:\n        return sum(a)", [[1, 2]]
+    )
     assert code == 0 and payload == b"3\n"
     code, _, err = harness(tmp_path, "print('x')\ndef f():\n    raise KeyError('boom')", [])
     assert code == 1 and "KeyError: 'boom'" in err and err.startswith("x\n")  # prints go to stderr
@@ -220,7 +222,13 @@ def test_function_spec_round_trips_through_the_parquet_schema():
 def test_harnessed_command_runs_the_program_under_the_harness(tmp_path):
     compiled = Compiled("python", True, ["/usr/bin/python3", "-B", "/box/main.py"], [Mount(tmp_path, "/box")])
     run = harnessed(compiled, tmp_path / "h", FunctionSpec("solve"))
-    assert run.run_argv == ["/usr/bin/python3", "-B", "/codefu-harness/fn_harness.py", "/box/main.py", "solve"]
+    assert run.run_argv == [
+        "/usr/bin/python3",
+        "-B",
+        "/codefu-harness/fn_harness.py",
+        "/box/main.py",
+        "solve",
+    ]
     assert run.mounts == [Mount(tmp_path, "/box"), Mount(tmp_path / "h", "/codefu-harness")]
     with pytest.raises(ValueError):
         harnessed(Compiled("cpp", True, ["/box/main"]), tmp_path, FunctionSpec("solve"))

@@ -114,8 +114,11 @@ def test_group_advantages_invalid_member_excluded():
     assert torch.allclose(adv, torch.tensor([0.70711, -0.70711, 0.0]), atol=1e-4)
     assert adv[2].item() == 0.0
     # one valid member left -> the whole group is 0
-    adv = group_advantages(torch.tensor([1.0, 0.0, 0.5]), torch.zeros(3, dtype=torch.long),
-                           valid=torch.tensor([True, False, False]))
+    adv = group_advantages(
+        torch.tensor([1.0, 0.0, 0.5]),
+        torch.zeros(3, dtype=torch.long),
+        valid=torch.tensor([True, False, False]),
+    )
     assert torch.equal(adv, torch.zeros(3))
 
 
@@ -254,8 +257,10 @@ def _random_batch(seed, B=5, T=7, per_token=False):
     g = torch.Generator().manual_seed(seed)
     old = -torch.rand(B, T, generator=g, dtype=torch.float64) * 3
     logp = old + 0.4 * torch.randn(B, T, generator=g, dtype=torch.float64)  # ratios roughly 0.4..2.5
-    adv = torch.randn(B, T, generator=g, dtype=torch.float64) if per_token else torch.randn(
-        B, generator=g, dtype=torch.float64
+    adv = (
+        torch.randn(B, T, generator=g, dtype=torch.float64)
+        if per_token
+        else torch.randn(B, generator=g, dtype=torch.float64)
     )
     mask = torch.rand(B, T, generator=g) > 0.3
     mask[0] = False  # one all-masked row
@@ -276,7 +281,8 @@ def test_policy_loss_matches_loop_reference(seed, per_token, dual_clip, agg):
     on = [(b, t) for b in range(mask.shape[0]) for t in range(mask.shape[1]) if mask[b, t]]
     ratios = {(b, t): math.exp(logp[b, t].item() - old[b, t].item()) for b, t in on}
     clipped = [
-        (b, t) for b, t in on
+        (b, t)
+        for b, t in on
         if -adv_tok[b, t] * min(max(ratios[b, t], 0.8), 1.28) > -adv_tok[b, t] * ratios[b, t]
     ]
     assert _close(metrics["clip_frac"], len(clipped) / len(on))
@@ -408,8 +414,12 @@ def test_normalizer_makes_micro_batch_split_invariant(agg):
     for rows, T in ((slice(0, 2), 4), (slice(2, 6), 9)):
         assert not mask[rows, T:].any()
         part, _ = policy_loss(
-            split_logp[rows, :T], old[rows, :T], adv[rows] if adv.dim() == 1 else adv[rows, :T],
-            mask[rows, :T], agg=agg, normalizer=norm,
+            split_logp[rows, :T],
+            old[rows, :T],
+            adv[rows] if adv.dim() == 1 else adv[rows, :T],
+            mask[rows, :T],
+            agg=agg,
+            normalizer=norm,
         )
         part.backward()  # gradient accumulation: grads add up
         total = total + part.detach()
@@ -482,8 +492,9 @@ def test_entropy_by_hand_and_masking():
     ent = entropy_from_logits(logits, chunk_size=2)
     assert torch.allclose(ent, torch.tensor([[math.log(8), 0.0, math.log(4)]]), atol=1e-5)
     mask = torch.tensor([[1, 0, 1]])
-    assert torch.allclose(entropy_from_logits(logits, mask), torch.tensor([[math.log(8), 0.0, math.log(4)]]),
-                          atol=1e-5)
+    assert torch.allclose(
+        entropy_from_logits(logits, mask), torch.tensor([[math.log(8), 0.0, math.log(4)]]), atol=1e-5
+    )
     assert _close(masked_entropy_mean(logits, mask), (math.log(8) + math.log(4)) / 2)
     assert masked_entropy_mean(logits, torch.zeros(1, 3)).item() == 0.0
     # bf16 in, fp32 out
@@ -522,7 +533,10 @@ def test_linear_token_logprobs_without_entropy_and_bad_shapes():
     assert torch.allclose(lp, torch.full((3,), -math.log(8))) and ent.abs().sum() == 0
     lp, ent = linear_token_logprobs(h, w, None, torch.tensor([0, 3, 7]), with_entropy=True)
     assert torch.allclose(ent, torch.full((3,), math.log(8)))
-    assert linear_token_logprobs(h.bfloat16(), w.bfloat16(), None, torch.tensor([0, 1, 2]))[0].dtype == torch.float32
+    assert (
+        linear_token_logprobs(h.bfloat16(), w.bfloat16(), None, torch.tensor([0, 1, 2]))[0].dtype
+        == torch.float32
+    )
     with pytest.raises(ValueError, match="token_ids"):
         linear_token_logprobs(h, w, None, torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="hidden"):

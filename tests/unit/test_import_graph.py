@@ -20,7 +20,9 @@ def imports(path: Path, top_level_only: bool) -> set[str]:
     for node in nodes:
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("codefu")}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("codefu"):
+        elif (
+            isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("codefu")
+        ):
             out.add(node.module)
             out |= {f"{node.module}.{a.name}" for a in node.names}  # `from codefu.x import module`
     return out

@@ -59,7 +59,9 @@ def test_twins_arriving_after_their_first_was_judged_get_its_verdict_at_once():
 
     def arriving():
         # each item after the verdict of the one before it: the twins (2 and 4) come after their firsts'
-        for k, item in enumerate([(A, ECHO), (A, OTHER), (A, "Again:\n" + ECHO), (B, ECHO), (A, OTHER + "\n")]):
+        for k, item in enumerate(
+            [(A, ECHO), (A, OTHER), (A, "Again:\n" + ECHO), (B, ECHO), (A, OTHER + "\n")]
+        ):
             if k > 0:
                 assert given[k - 1].wait(timeout=10), f"no verdict for item {k - 1} before item {k} came"
             yield item

@@ -494,8 +494,11 @@ def test_a_later_turn_starts_after_the_conversation_so_far(hf):
     expected = sum((c.num_tokens + len(c.prompt_ids) - 1) // BLOCK * BLOCK for c in turn1[True])
     assert cached["cached_tokens"] == expected > 0 and fresh["cached_tokens"] == 0
     assert cached["prefill_tokens"] == fresh["prefill_tokens"] - expected
-    engines[True].load_weights(tiny_hf("qwen2", seed=1).state_dict() if hf.config.model_type == "qwen2"
-                               else tiny_hf("llama", seed=1).state_dict())
+    engines[True].load_weights(
+        tiny_hf("qwen2", seed=1).state_dict()
+        if hf.config.model_type == "qwen2"
+        else tiny_hf("llama", seed=1).state_dict()
+    )
     engines[True].generate(conversations, sampling)
     assert engines[True].last_stats["cached_tokens"] == 0  # K/V of the old weights: gone
 
@@ -536,7 +539,9 @@ def test_follow_ups_join_the_running_batch_and_the_stream_ends_when_closed(hf):
 
     closed = FollowUps()
     closed.close()
-    assert sorted(c.prompt_index for b in engine.generate_stream(PROMPTS[:2], sampling, closed) for c in b) == [0, 1]
+    assert sorted(
+        c.prompt_index for b in engine.generate_stream(PROMPTS[:2], sampling, closed) for c in b
+    ) == [0, 1]
     aborted, got = FollowUps(), []
     for batch in engine.generate_stream(PROMPTS, sampling, aborted):  # the caller gives up at the first
         got += batch

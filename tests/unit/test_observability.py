@@ -52,7 +52,11 @@ def test_pass_at_k_matches_the_combinatorial_definition():
     for n in range(1, 8):
         for c in range(n + 1):
             for k in range(1, n + 1):
-                assert pass_at_k(n, c, k) == pytest.approx(float(brute_pass_at_k(n, c, k)), abs=1e-12), (n, c, k)
+                assert pass_at_k(n, c, k) == pytest.approx(float(brute_pass_at_k(n, c, k)), abs=1e-12), (
+                    n,
+                    c,
+                    k,
+                )
 
 
 def test_pass_at_k_edges():
@@ -97,8 +101,14 @@ def test_by_bucket_groups_problems():
     with pytest.raises(ValueError, match="p2"):
         by_bucket(results, {"p1": "easy"}, [1])
     names = passk_metrics(pass_at_k_table(results, [1, 2]), table)
-    assert set(names) == {"eval/pass@1", "eval/pass@2", "eval/pass@1/easy", "eval/pass@2/easy",
-                          "eval/pass@1/hard", "eval/pass@2/hard"}
+    assert set(names) == {
+        "eval/pass@1",
+        "eval/pass@2",
+        "eval/pass@1/easy",
+        "eval/pass@2/easy",
+        "eval/pass@1/hard",
+        "eval/pass@2/hard",
+    }
     check_names(names)
 
 
@@ -121,7 +131,13 @@ def test_reduce_step_metrics():
         {"loss/pg": 3.0, "policy/ratio_max": 1.2, "judge/count": 6.0, "reward/min": -1.0, "loss/kl": 0.5},
     ]
     out = reduce_step_metrics(records)
-    assert out == {"loss/pg": 2.0, "policy/ratio_max": 1.5, "judge/count": 10.0, "reward/min": -1.0, "loss/kl": 0.5}
+    assert out == {
+        "loss/pg": 2.0,
+        "policy/ratio_max": 1.5,
+        "judge/count": 10.0,
+        "reward/min": -1.0,
+        "loss/kl": 0.5,
+    }
     weighted = reduce_step_metrics(records, weights=[1, 3])
     assert weighted["loss/pg"] == pytest.approx(2.5)
     assert weighted["loss/kl"] == 0.5  # only the second record has it
@@ -143,10 +159,16 @@ def test_weighted_mean():
 
 def test_summary_stats():
     assert summary_stats([1.0, 3.0], "reward/") == {
-        "reward/mean": 2.0, "reward/std": 1.0, "reward/min": 1.0, "reward/max": 3.0
+        "reward/mean": 2.0,
+        "reward/std": 1.0,
+        "reward/min": 1.0,
+        "reward/max": 3.0,
     }
     assert set(summary_stats([5], "rollout/response_len_")) == {
-        "rollout/response_len_mean", "rollout/response_len_std", "rollout/response_len_min", "rollout/response_len_max"
+        "rollout/response_len_mean",
+        "rollout/response_len_std",
+        "rollout/response_len_min",
+        "rollout/response_len_max",
     }
     assert summary_stats([], "reward/") == {}
 
@@ -193,11 +215,23 @@ def test_step_timer_accumulates(monkeypatch):
 # ---------------------------------------------------------------------------------------------- console
 
 FULL = {
-    M.REWARD_MEAN: 0.4123, M.PASS_RATE: 0.375, M.RESPONSE_LEN: 412.3, M.KL: 0.0012, M.ENTROPY: 0.853,
-    M.CLIP_FRAC: 0.021, M.TIME_STEP: 48.21, M.TIME_GENERATE: 30.1, M.TIME_JUDGE: 9.8, M.TIME_JUDGE_TAIL: 0.42,
-    M.TIME_TRAIN: 7.6, M.TIME_SYNC: 0.7,
-    **verdict_metrics(["ACCEPTED"] * 6 + ["WRONG_ANSWER"] * 4 + ["TIME_LIMIT", "RUNTIME_ERROR", "RUNTIME_ERROR",
-                       "COMPILE_ERROR", "NO_CODE", "MEMORY_LIMIT"]),
+    M.REWARD_MEAN: 0.4123,
+    M.PASS_RATE: 0.375,
+    M.RESPONSE_LEN: 412.3,
+    M.KL: 0.0012,
+    M.ENTROPY: 0.853,
+    M.CLIP_FRAC: 0.021,
+    M.TIME_STEP: 48.21,
+    M.TIME_GENERATE: 30.1,
+    M.TIME_JUDGE: 9.8,
+    M.TIME_JUDGE_TAIL: 0.42,
+    M.TIME_TRAIN: 7.6,
+    M.TIME_SYNC: 0.7,
+    **verdict_metrics(
+        ["ACCEPTED"] * 6
+        + ["WRONG_ANSWER"] * 4
+        + ["TIME_LIMIT", "RUNTIME_ERROR", "RUNTIME_ERROR", "COMPILE_ERROR", "NO_CODE", "MEMORY_LIMIT"]
+    ),
 }
 
 
@@ -287,7 +321,9 @@ def test_jsonl_sink_resume_keeps_steps_up_to_the_checkpoint(tmp_path):
             sink.write(step, {"reward/mean": -step / 10})
     records = read_metrics(tmp_path / "metrics.jsonl")
     assert [r["step"] for r in records] == list(range(1, 10))
-    assert [r["reward/mean"] for r in records] == [s / 10 for s in range(1, 5)] + [-s / 10 for s in range(5, 10)]
+    assert [r["reward/mean"] for r in records] == [s / 10 for s in range(1, 5)] + [
+        -s / 10 for s in range(5, 10)
+    ]
     assert not (tmp_path / "metrics.jsonl.tmp").exists()
     with JsonlSink(tmp_path / "fresh", resume_step=3) as sink:  # resuming with no file yet is fine
         sink.write(4, {})
@@ -360,8 +396,15 @@ def test_tensorboard_matches_jsonl(tmp_path):
     pytest.importorskip("tensorboard")
     from codefu.observability import TensorBoardSink
 
-    steps = {s: {"reward/mean": 0.1 * s - 0.3, "judge/pass_rate": s / 7, "loss/pg": -0.01 * s**2,
-                 "timing/step_s": 1.5 + s} for s in range(1, 6)}
+    steps = {
+        s: {
+            "reward/mean": 0.1 * s - 0.3,
+            "judge/pass_rate": s / 7,
+            "loss/pg": -0.01 * s**2,
+            "timing/step_s": 1.5 + s,
+        }
+        for s in range(1, 6)
+    }
     steps[4]["eval/pass@1"] = 0.625  # a metric only some steps have
     with MultiSink([JsonlSink(tmp_path), TensorBoardSink(tmp_path)]) as sink:
         for step, metrics in steps.items():
@@ -373,7 +416,11 @@ def test_tensorboard_matches_jsonl(tmp_path):
         for key, value in rec.items():
             if key not in ("step", "time"):
                 from_jsonl.setdefault(key, {})[rec["step"]] = value
-    assert set(tb) == set(from_jsonl) == {"reward/mean", "judge/pass_rate", "loss/pg", "timing/step_s", "eval/pass@1"}
+    assert (
+        set(tb)
+        == set(from_jsonl)
+        == {"reward/mean", "judge/pass_rate", "loss/pg", "timing/step_s", "eval/pass@1"}
+    )
     for tag, series in from_jsonl.items():
         assert list(tb[tag]) == list(series), tag
         for step, value in series.items():
@@ -384,8 +431,13 @@ def test_tensorboard_matches_jsonl(tmp_path):
         for step in (4, 5):
             sink.write(step, {"reward/mean": 9.0})
     resumed = read_tensorboard(tmp_path / "tensorboard")
-    assert resumed["reward/mean"] == {1: pytest.approx(-0.2), 2: pytest.approx(-0.1), 3: pytest.approx(0.0, abs=1e-7),
-                                      4: 9.0, 5: 9.0}
+    assert resumed["reward/mean"] == {
+        1: pytest.approx(-0.2),
+        2: pytest.approx(-0.1),
+        3: pytest.approx(0.0, abs=1e-7),
+        4: 9.0,
+        5: 9.0,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- fan-out

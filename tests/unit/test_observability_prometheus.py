@@ -71,20 +71,51 @@ def realistic_step() -> dict[str, float]:
     statuses = [Status.ACCEPTED] * 5 + [Status.WRONG_ANSWER] * 2 + [Status.SANDBOX_ERROR]
     m = verdict_metrics(statuses)
     m |= summary_stats([0.1, 0.5, 0.9], "reward/") | summary_stats([10, 20], "rollout/response_len_")
-    m |= {"rollout/samples": 8.0, "rollout/kept_samples": 8.0, "rollout/stop_frac": 1.0,
-          "rollout/logprob_diff_abs_mean": 1e-4, "rollout/logprob_diff_abs_max": 1e-3,
-          "policy/advantage_abs_mean": 0.7, "loss/pg": 0.1, "loss/kl": 0.0, "loss/total": 0.1,
-          "policy/entropy": 0.8, "policy/ratio_max": 1.1, "policy/clip_frac": 0.02, "policy/approx_kl": 1e-3,
-          "policy/ratio_mean": 1.0, "optim/grad_norm": 1.0, "optim/grad_norm_max": 1.0, "optim/lr": 1e-6,
-          "optim/skipped": 0.0, "optim/steps": 2.0, "perf/tokens": 300.0, "perf/response_tokens": 120.0,
-          "timing/update_s": 3.0, "timing/generate_s": 10.0, "timing/judge_s": 4.0, "timing/train_s": 5.0,
-          "timing/sync_s": 0.5, "timing/step_s": 20.0, "eval/reward_mean": 0.3}
+    m |= {
+        "rollout/samples": 8.0,
+        "rollout/kept_samples": 8.0,
+        "rollout/stop_frac": 1.0,
+        "rollout/logprob_diff_abs_mean": 1e-4,
+        "rollout/logprob_diff_abs_max": 1e-3,
+        "policy/advantage_abs_mean": 0.7,
+        "loss/pg": 0.1,
+        "loss/kl": 0.0,
+        "loss/total": 0.1,
+        "policy/entropy": 0.8,
+        "policy/ratio_max": 1.1,
+        "policy/clip_frac": 0.02,
+        "policy/approx_kl": 1e-3,
+        "policy/ratio_mean": 1.0,
+        "optim/grad_norm": 1.0,
+        "optim/grad_norm_max": 1.0,
+        "optim/lr": 1e-6,
+        "optim/skipped": 0.0,
+        "optim/steps": 2.0,
+        "perf/tokens": 300.0,
+        "perf/response_tokens": 120.0,
+        "timing/update_s": 3.0,
+        "timing/generate_s": 10.0,
+        "timing/judge_s": 4.0,
+        "timing/train_s": 5.0,
+        "timing/sync_s": 0.5,
+        "timing/step_s": 20.0,
+        "eval/reward_mean": 0.3,
+    }
     m |= passk_metrics({1: 0.5, 4: 0.75}, {"easy": {1: 0.6, 4: 0.8}})
     # self-repair (rollout.turns 2): codefu.orchestrator.episodes.episode_metrics, turn shaping, validation
-    m |= {"rollout/turns_mean": 1.5, "rollout/ended_early_frac": 0.5, "rollout/public_pass_turn1": 0.25,
-          "rollout/feedback_tokens_mean": 120.0, "judge/pass_rate_turn1": 1.0, "judge/pass_rate_turn2": 0.5,
-          "reward/turn_shaping": -0.05, "eval/turn1_pass@1": 0.3, "eval/turn1_pass@1_ci_low": 0.1,
-          "eval/turn1_pass@1_ci_high": 0.5, "eval/turn2_pass@1": 0.4}
+    m |= {
+        "rollout/turns_mean": 1.5,
+        "rollout/ended_early_frac": 0.5,
+        "rollout/public_pass_turn1": 0.25,
+        "rollout/feedback_tokens_mean": 120.0,
+        "judge/pass_rate_turn1": 1.0,
+        "judge/pass_rate_turn2": 0.5,
+        "reward/turn_shaping": -0.05,
+        "eval/turn1_pass@1": 0.3,
+        "eval/turn1_pass@1_ci_low": 0.1,
+        "eval/turn1_pass@1_ci_high": 0.5,
+        "eval/turn2_pass@1": 0.4,
+    }
     return m | derived_metrics(m)
 
 
@@ -109,8 +140,17 @@ def test_two_keys_on_one_series_or_clashing_labels_are_refused():
 def test_verdict_counts_and_counter_increments_from_fractions():
     statuses = [Status.ACCEPTED] * 3 + [Status.COMPILE_ERROR] * 4 + [Status.NO_CODE]
     m = verdict_metrics(statuses)
-    assert verdict_counts(m) == {"AC": 3, "WA": 0, "TL": 0, "ML": 0, "RE": 0, "OL": 0, "CE": 4, "NC": 1,
-                                 "SE": 0}
+    assert verdict_counts(m) == {
+        "AC": 3,
+        "WA": 0,
+        "TL": 0,
+        "ML": 0,
+        "RE": 0,
+        "OL": 0,
+        "CE": 4,
+        "NC": 1,
+        "SE": 0,
+    }
     inc = counter_increments(m)
     assert inc[Series("codefu_judge_verdicts_total", (("status", "CE"),))] == 4
     assert inc[Series("codefu_judge_submissions_total")] == 8
@@ -118,8 +158,13 @@ def test_verdict_counts_and_counter_increments_from_fractions():
 
 
 def test_derived_rates():
-    m = {M.JUDGE_COUNT: 32.0, M.TIME_JUDGE: 8.0, M.RESPONSE_LEN: 100.0, M.KEPT_SAMPLES: 32.0,
-         M.TIME_GENERATE: 16.0}
+    m = {
+        M.JUDGE_COUNT: 32.0,
+        M.TIME_JUDGE: 8.0,
+        M.RESPONSE_LEN: 100.0,
+        M.KEPT_SAMPLES: 32.0,
+        M.TIME_GENERATE: 16.0,
+    }
     assert derived_metrics(m) == {M.JUDGE_PER_S: 4.0, M.ROLLOUT_TOKENS_PER_S: 200.0}
     # the loop's own count of generated tokens wins over mean x kept samples
     assert derived_metrics(m | {M.RESPONSE_TOKENS: 4000.0})[M.ROLLOUT_TOKENS_PER_S] == 250.0
@@ -131,24 +176,26 @@ def test_derived_rates():
     # judging overlapped with decoding has no judge phase: the judge's busy time is the divisor (and
     # wins over timing/judge_s when a record has both)
     assert derived_metrics({M.JUDGE_COUNT: 32.0, M.JUDGE_BUSY: 2.0}) == {M.JUDGE_PER_S: 16.0}
-    assert derived_metrics({M.JUDGE_COUNT: 32.0, M.JUDGE_BUSY: 2.0, M.TIME_JUDGE: 8.0}) == {M.JUDGE_PER_S: 16.0}
+    assert derived_metrics({M.JUDGE_COUNT: 32.0, M.JUDGE_BUSY: 2.0, M.TIME_JUDGE: 8.0}) == {
+        M.JUDGE_PER_S: 16.0
+    }
 
 
 def test_busy_clock_counts_overlapping_work_once(monkeypatch):
     now = [100.0]
     monkeypatch.setattr(M.time, "perf_counter", lambda: now[0])
     clock = M.BusyClock()
-    clock.begin()        # t=100: one outstanding
+    clock.begin()  # t=100: one outstanding
     now[0] = 101.0
-    clock.begin(2)       # t=101: three
+    clock.begin(2)  # t=101: three
     now[0] = 102.0
     clock.end()
     assert clock.seconds == 2.0  # still running: the open interval counts
     now[0] = 103.0
-    clock.end(2)         # t=103: idle after 3 s
+    clock.end(2)  # t=103: idle after 3 s
     now[0] = 110.0
     assert clock.seconds == 3.0  # idle time does not count
-    clock.end()          # more ends than begins: ignored, not negative
+    clock.end()  # more ends than begins: ignored, not negative
     clock.begin()
     now[0] = 111.5
     clock.end(5)
@@ -251,7 +298,9 @@ def test_scrape_config_strips_rays_prefix_from_codefu_metrics_only():
         (rule,) = job["metric_relabel_configs"]
         # Prometheus anchors relabel regexes at both ends
         rx = re.compile(f"^(?:{rule['regex']})$")
-        assert rx.sub(rule["replacement"].replace("$1", r"\1"), "ray_codefu_reward_mean") == "codefu_reward_mean"
+        assert (
+            rx.sub(rule["replacement"].replace("$1", r"\1"), "ray_codefu_reward_mean") == "codefu_reward_mean"
+        )
         assert not rx.match("ray_node_gram_used")
 
 
@@ -271,6 +320,17 @@ def test_dashboard_reads_only_series_that_codefu_or_ray_export():
     used = {n for e in dashboard_exprs() for n in re.findall(r"\b(codefu_[a-z_]+)\b", e)}
     assert used <= exported, used - exported
     titles = " ".join(p["title"].lower() for p in dash["panels"])
-    for topic in ("reward", "pass@k", "verdict", "response length", "kl", "entropy", "clip", "phase",
-                  "judge throughput", "queue depth", "gpu memory"):
+    for topic in (
+        "reward",
+        "pass@k",
+        "verdict",
+        "response length",
+        "kl",
+        "entropy",
+        "clip",
+        "phase",
+        "judge throughput",
+        "queue depth",
+        "gpu memory",
+    ):
         assert topic in titles, topic

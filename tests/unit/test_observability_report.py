@@ -84,9 +84,14 @@ def test_a_run_with_no_steps_yet(tmp_path):
 def test_series_and_pass_at_k_keys_skip_missing_and_null_values():
     records = [{"step": 1, "a/b": 1.0}, {"step": 2, "a/b": None}, {"step": 3}, {"step": 4, "a/b": 4.0}]
     assert series(records, "a/b") == ([1, 4], [1.0, 4.0])
-    recs = [{"step": 1, "eval/pass@8/hard": 0.1, "eval/pass@1": 0.2, "eval/pass@8": 0.3, "eval/reward_mean": 1}]
-    assert pass_at_k_keys(recs) == [(1, None, "eval/pass@1"), (8, None, "eval/pass@8"),
-                                    (8, "hard", "eval/pass@8/hard")]
+    recs = [
+        {"step": 1, "eval/pass@8/hard": 0.1, "eval/pass@1": 0.2, "eval/pass@8": 0.3, "eval/reward_mean": 1}
+    ]
+    assert pass_at_k_keys(recs) == [
+        (1, None, "eval/pass@1"),
+        (8, None, "eval/pass@8"),
+        (8, "hard", "eval/pass@8/hard"),
+    ]
 
 
 def test_codefu_report_cli(tmp_path, capsys):
@@ -133,10 +138,24 @@ def test_validation_plot_draws_intervals_only_where_logged():
     from matplotlib.container import ErrorbarContainer
 
     records = [
-        {"step": 5, "eval/pass@1": 0.2, "eval/pass@1_ci_low": 0.1, "eval/pass@1_ci_high": 0.3,
-         "eval/pass@8": 0.5, "eval/pass@1/easy": 0.4},
-        {"step": 10, "eval/pass@1": 0.3, "eval/pass@1_ci_low": None, "eval/pass@1_ci_high": 0.4,
-         "eval/pass@8": 0.6, "eval/pass@8_ci_low": 0.5, "eval/pass@8_ci_high": 0.7, "eval/pass@1/easy": 0.5},
+        {
+            "step": 5,
+            "eval/pass@1": 0.2,
+            "eval/pass@1_ci_low": 0.1,
+            "eval/pass@1_ci_high": 0.3,
+            "eval/pass@8": 0.5,
+            "eval/pass@1/easy": 0.4,
+        },
+        {
+            "step": 10,
+            "eval/pass@1": 0.3,
+            "eval/pass@1_ci_low": None,
+            "eval/pass@1_ci_high": 0.4,
+            "eval/pass@8": 0.6,
+            "eval/pass@8_ci_low": 0.5,
+            "eval/pass@8_ci_high": 0.7,
+            "eval/pass@1/easy": 0.5,
+        },
     ]
     assert interval(records[0], "eval/pass@1") == (0.1, 0.3)
     assert interval(records[1], "eval/pass@1") is None  # one end null: no bar
@@ -152,12 +171,29 @@ def test_validation_plot_draws_intervals_only_where_logged():
 
 
 def test_pass_rate_per_source_plot_and_table(tmp_path):
-    records = [{"step": 1, "data/pass_rate/taco": 0.2, "data/prompts/taco": 6.0, "data/pass_rate/cc": 0.5,
-                "data/prompts/cc": 2.0},
-               {"step": 2, "data/pass_rate/taco": 0.4, "data/prompts/taco": 6.0, "data/pass_rate/cc": None,
-                "data/prompts/cc": 2.0},  # nothing of cc judged at step 2 (NaN, written as null)
-               {"step": 3, "data/pass_rate/taco": 0.6, "data/prompts/taco": 5.0, "data/pass_rate/cc": 0.1,
-                "data/prompts/cc": 3.0}]
+    records = [
+        {
+            "step": 1,
+            "data/pass_rate/taco": 0.2,
+            "data/prompts/taco": 6.0,
+            "data/pass_rate/cc": 0.5,
+            "data/prompts/cc": 2.0,
+        },
+        {
+            "step": 2,
+            "data/pass_rate/taco": 0.4,
+            "data/prompts/taco": 6.0,
+            "data/pass_rate/cc": None,
+            "data/prompts/cc": 2.0,
+        },  # nothing of cc judged at step 2 (NaN, written as null)
+        {
+            "step": 3,
+            "data/pass_rate/taco": 0.6,
+            "data/prompts/taco": 5.0,
+            "data/pass_rate/cc": 0.1,
+            "data/prompts/cc": 3.0,
+        },
+    ]
     assert source_keys(records) == ["cc", "taco"]
     fig = plot_source_pass_rate(records)
     lines = fig.axes[0].get_lines()  # per source: the rate per step, then its trailing mean

@@ -23,8 +23,12 @@ NO_PROMETHEUS = PrometheusConfig(ray=False, port=None)
 
 def step_metrics(step: int) -> dict[str, float]:
     statuses = [Status.ACCEPTED] * step + [Status.WRONG_ANSWER] * 3
-    m = verdict_metrics(statuses) | {"reward/mean": 0.1 * step, "loss/kl": 1e-3 / step,
-                                     "timing/judge_s": 2.0, "timing/step_s": 5.0}
+    m = verdict_metrics(statuses) | {
+        "reward/mean": 0.1 * step,
+        "loss/kl": 1e-3 / step,
+        "timing/judge_s": 2.0,
+        "timing/step_s": 5.0,
+    }
     if step % 2 == 0:
         m |= {"eval/pass@1": 0.05 * step, "eval/pass@4/easy": 0.1 * step}
     if step == 3:
@@ -45,12 +49,10 @@ class FakeRunConfig:
     steps: int = 6
 
 
-
-
-
-
 def run_session(run_dir: Path, cfg: ObservabilityConfig, steps: range, resume_step: int | None = None):
-    sink = open_sinks(cfg, run_dir, resume_step, total_steps=6, run_config=FakeRunConfig(), out=lambda s: None)
+    sink = open_sinks(
+        cfg, run_dir, resume_step, total_steps=6, run_config=FakeRunConfig(), out=lambda s: None
+    )
     try:
         for step in steps:
             sink.write(step, step_metrics(step))
@@ -60,7 +62,10 @@ def run_session(run_dir: Path, cfg: ObservabilityConfig, steps: range, resume_st
 
 def test_flatten_config_and_mlflow_keys():
     assert flatten_config(FakeRunConfig()) == {
-        "trainer.lr": 1e-6, "trainer.tags": '["a", "b"]', "trainer.note": "null", "steps": 6,
+        "trainer.lr": 1e-6,
+        "trainer.tags": '["a", "b"]',
+        "trainer.note": "null",
+        "steps": 6,
     }
     assert mlflow_key("eval/pass@8/hard") == "eval/pass_at_8/hard"
     assert mlflow_key("judge/verdict/AC") == "judge/verdict/AC"
@@ -85,8 +90,6 @@ def test_every_sink_gets_the_same_record_with_rates_added(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("step 1/6 | reward +0.100 | pass  25.0%")
 
 
-
-
 def test_mlflow_holds_what_metrics_jsonl_holds_and_a_resume_replays_the_kept_steps(tmp_path):
     pytest.importorskip("mlflow")
     run_dir = tmp_path / "run"
@@ -108,17 +111,13 @@ def test_mlflow_holds_what_metrics_jsonl_holds_and_a_resume_replays_the_kept_ste
         got = history[mlflow_key(key)]
         assert set(got) == set(by_step), key
         assert all(same(by_step[s], got[s]) for s in by_step), (key, by_step, got)
-    assert history["eval/pass_at_4/easy"] == {2: pytest.approx(0.2), 4: pytest.approx(0.4), 6: pytest.approx(0.6)}
+    assert history["eval/pass_at_4/easy"] == {
+        2: pytest.approx(0.2),
+        4: pytest.approx(0.4),
+        6: pytest.approx(0.6),
+    }
     # the crashed session's run keeps what it logged (steps 1-5), untouched
     assert sorted(first["history"]["reward/mean"]) == [1, 2, 3, 4, 5]
-
-
-
-
-
-
-
-
 
 
 def test_wandb_offline_run_holds_what_metrics_jsonl_holds(tmp_path):
@@ -135,8 +134,6 @@ def test_wandb_offline_run_holds_what_metrics_jsonl_holds(tmp_path):
         assert set(second[key]) == set(by_step), key
         assert all(same(by_step[s], second[key][s]) for s in by_step), (key, by_step, second[key])
     assert sorted(first["reward/mean"]) == [1, 2, 3, 4]
-
-
 
 
 def test_tensorboard_from_open_sinks_matches_jsonl_across_a_resume(tmp_path):
@@ -166,8 +163,9 @@ def test_observability_config_from_yaml_and_its_errors(tmp_path):
     from codefu.config import load_config
     from codefu.orchestrator.config import RunConfig
 
-    cfg = load_config(RunConfig, None, ["observability.trackers=[tensorboard,mlflow]",
-                                        "observability.prometheus.port=0"])
+    cfg = load_config(
+        RunConfig, None, ["observability.trackers=[tensorboard,mlflow]", "observability.prometheus.port=0"]
+    )
     assert cfg.observability.trackers == ["tensorboard", "mlflow"] and cfg.observability.prometheus.port == 0
     with pytest.raises(CodefuError, match=r"observability.trackers\[1\] must be one of"):
         load_config(RunConfig, None, ["observability.trackers=[console,tensorbord]"])
@@ -181,6 +179,9 @@ def test_observability_config_from_yaml_and_its_errors(tmp_path):
 @pytest.mark.parametrize("tracker, module", [("mlflow", "mlflow"), ("wandb", "wandb")])
 def test_a_tracker_without_its_package_says_how_to_install_it(tmp_path, monkeypatch, tracker, module):
     monkeypatch.setitem(sys.modules, module, None)  # as if not installed: importing it fails
-    with pytest.raises(CodefuError, match=rf"lists '{tracker}' but the {module} package is not installed: "
-                                          r"pip install 'codefu\[trackers\]'"):
+    with pytest.raises(
+        CodefuError,
+        match=rf"lists '{tracker}' but the {module} package is not installed: "
+        r"pip install 'codefu\[trackers\]'",
+    ):
         open_sinks(ObservabilityConfig([tracker], prometheus=NO_PROMETHEUS), tmp_path)

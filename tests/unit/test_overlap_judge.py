@@ -28,8 +28,15 @@ PROBLEMS = [Problem("p0", "", [], []), Problem("p1", "", [], [])]
 
 def completion(prompt: int, sample: int, text: str) -> Completion:
     tokens = [3, 4, 5][: 1 + sample]
-    return Completion(prompt_index=prompt, sample_index=sample, prompt_ids=[1, 2], token_ids=tokens, text=text,
-                      logprobs=[-0.5] * len(tokens), finish_reason="stop")
+    return Completion(
+        prompt_index=prompt,
+        sample_index=sample,
+        prompt_ids=[1, 2],
+        token_ids=tokens,
+        text=text,
+        logprobs=[-0.5] * len(tokens),
+        finish_reason="stop",
+    )
 
 
 class StreamingRoles:
@@ -71,17 +78,30 @@ class PassIfSaysOk:
 
 
 def test_scores_follow_their_completions_back_into_order():
-    batches = [[completion(1, 1, "ok")], [completion(0, 2, "no"), completion(1, 0, "no")],
-               [completion(0, 0, "ok"), completion(0, 1, "no"), completion(1, 2, "ok")]]
+    batches = [
+        [completion(1, 1, "ok")],
+        [completion(0, 2, "no"), completion(1, 0, "no")],
+        [completion(0, 0, "ok"), completion(0, 1, "no"), completion(1, 2, "ok")],
+    ]
     roles = StreamingRoles(batches)
     judge = PassIfSaysOk(roles)
     timer = StepTimer()
     completions, scores = judged_as_they_finish(
-        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), roles, JudgeScorer(judge, "binary").score_stream, timer
+        PROBLEMS,
+        [[1, 2], [1, 2]],
+        SamplingParams(n=3),
+        roles,
+        JudgeScorer(judge, "binary").score_stream,
+        timer,
     )
-    assert [(c.prompt_index, c.sample_index) for c in completions] == [(p, s) for p in range(2) for s in range(3)]
-    assert [s.passed for s in scores] == [c.text == "ok" for c in completions] == [
-        True, False, False, False, True, True]
+    assert [(c.prompt_index, c.sample_index) for c in completions] == [
+        (p, s) for p in range(2) for s in range(3)
+    ]
+    assert (
+        [s.passed for s in scores]
+        == [c.text == "ok" for c in completions]
+        == [True, False, False, False, True, True]
+    )
     assert [name for name, _ in judge.seen] == ["p1", "p0", "p1", "p0", "p0", "p1"]  # in finish order
     assert set(timer.seconds) == {"generate", "judge_tail"} and roles.phases == 1
 
@@ -89,8 +109,14 @@ def test_scores_follow_their_completions_back_into_order():
 def test_an_engine_error_mid_stream_is_raised_not_hidden():
     roles = StreamingRoles([[completion(0, 0, "ok")]], error=RuntimeError("CUDA error: out of memory"))
     with pytest.raises(RuntimeError, match="out of memory"):
-        judged_as_they_finish(PROBLEMS[:1], [[1, 2]], SamplingParams(n=1), roles,
-                              JudgeScorer(PassIfSaysOk(roles), "binary").score_stream, StepTimer())
+        judged_as_they_finish(
+            PROBLEMS[:1],
+            [[1, 2]],
+            SamplingParams(n=1),
+            roles,
+            JudgeScorer(PassIfSaysOk(roles), "binary").score_stream,
+            StepTimer(),
+        )
 
 
 def test_a_self_repair_turn_checks_the_public_tests_while_decoding():
@@ -130,8 +156,11 @@ class RepairingEngine:
                         out.append(replace(completion(i, j, text), prompt_ids=p))
             yield out
 
-        yield from once(prompts, sampling) if follow_ups is None else follow_ups_in_batches(
-            once, prompts, sampling, follow_ups)
+        yield from (
+            once(prompts, sampling)
+            if follow_ups is None
+            else follow_ups_in_batches(once, prompts, sampling, follow_ups)
+        )
 
 
 class ConversingRoles:
@@ -172,8 +201,11 @@ def test_async_turns_score_each_episode_as_it_ends_and_give_the_scores_in_episod
     roles = ConversingRoles(RepairingEngine(judge.scored))
     plan = EpisodePlan(turns=2, follow_up=lambda text, reply: [9])
     episodes, scores = episodes_as_they_finish(
-        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles, JudgeScorer(judge, "binary"), timer)
-    assert [(e.prompt_index, e.sample_index) for e in episodes] == [(p, s) for p in range(2) for s in range(3)]
+        PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles, JudgeScorer(judge, "binary"), timer
+    )
+    assert [(e.prompt_index, e.sample_index) for e in episodes] == [
+        (p, s) for p in range(2) for s in range(3)
+    ]
     assert [e.turns for e in episodes] == [2, 2, 2, 1, 1, 1]
     finals = [e.final.text for e in episodes]
     assert finals[:3] != ["fixed"] * 3 and "fixed" in finals  # the second turns differ
@@ -187,8 +219,15 @@ def test_async_turns_raise_a_failing_hidden_test_scoring():
     roles.engine.scored.set()  # nothing waits for the scoring here
     plan = EpisodePlan(turns=2, follow_up=lambda text, reply: [9])
     with pytest.raises(RuntimeError, match="went away"):
-        episodes_as_they_finish(PROBLEMS, [[1, 2], [1, 2]], SamplingParams(n=3), plan, roles,
-                                JudgeScorer(judge, "binary"), StepTimer())
+        episodes_as_they_finish(
+            PROBLEMS,
+            [[1, 2], [1, 2]],
+            SamplingParams(n=3),
+            plan,
+            roles,
+            JudgeScorer(judge, "binary"),
+            StepTimer(),
+        )
 
 
 class OneSecondEach:

@@ -78,7 +78,9 @@ def test_determinism_by_seed_and_not_by_mapping_order():
 
 def test_more_resamples_than_one_chunk_are_deterministic_too():
     values = np.random.default_rng(0).random(4000)  # 4000 values: 524 resamples per chunk
-    assert bootstrap_mean_ci(values, resamples=1200, seed=3) == bootstrap_mean_ci(values, resamples=1200, seed=3)
+    assert bootstrap_mean_ci(values, resamples=1200, seed=3) == bootstrap_mean_ci(
+        values, resamples=1200, seed=3
+    )
 
 
 @pytest.mark.parametrize("k, true_value", [(1, 0.3), (2, 1 - 0.7**2), (4, (1 - 0.9**4 + 1 - 0.5**4) / 2)])
@@ -161,8 +163,12 @@ def test_interval_metric_keys():
     results = sampled(12, 4, [0.2, 0.7], seed=20)
     buckets = {name: ("easy" if i % 2 else "hard") for i, name in enumerate(results)}
     m = passk_metrics_with_ci(results, [4, 1], bucket_of=buckets, resamples=500)
-    assert set(m) == {f"eval/pass@{k}{end}{b}" for k in (1, 4) for end in ("", "_ci_low", "_ci_high")
-                      for b in ("", "/easy", "/hard")}
+    assert set(m) == {
+        f"eval/pass@{k}{end}{b}"
+        for k in (1, 4)
+        for end in ("", "_ci_low", "_ci_high")
+        for b in ("", "/easy", "/hard")
+    }
     check_names(m)
     for key in ("eval/pass@1", "eval/pass@4/easy"):
         low, high = ci_keys(key)
@@ -171,10 +177,16 @@ def test_interval_metric_keys():
     with pytest.raises(ValueError):
         ci_keys("eval/reward_mean")
     assert passk_ci_metrics(results, [1], resamples=500) == {
-        k: v for k, v in m.items() if k in ("eval/pass@1_ci_low", "eval/pass@1_ci_high")}
+        k: v for k, v in m.items() if k in ("eval/pass@1_ci_low", "eval/pass@1_ci_high")
+    }
     # the report's pass@k reader and the Prometheus names take them for what they are
     assert [key for _, _, key in pass_at_k_keys([{"step": 1, **m}])] == [
-        "eval/pass@1", "eval/pass@4", "eval/pass@1/easy", "eval/pass@4/easy", "eval/pass@1/hard",
-        "eval/pass@4/hard"]
+        "eval/pass@1",
+        "eval/pass@4",
+        "eval/pass@1/easy",
+        "eval/pass@4/easy",
+        "eval/pass@1/hard",
+        "eval/pass@4/hard",
+    ]
     names = {s.name for s in gauge_samples(1, m)}  # raises if two keys map to one series
     assert "codefu_eval_pass_1_ci_low" in names and "codefu_eval_pass_at_k" in names

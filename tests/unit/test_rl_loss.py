@@ -49,12 +49,16 @@ def test_terms_add_up_and_kl_needs_a_reference():
     loss, parts = rl_loss(lp, old, ADV, MASK, MASK.sum(-1), n, full, entropy=ent, ref_logprobs=ref)
     assert parts["pg"] == pytest.approx(float(pg_only["pg"]))
     assert float(parts["kl"]) > 0 and float(parts["entropy"]) > 0
-    assert float(loss) == pytest.approx(float(parts["pg"]) - 0.01 * float(parts["entropy"]) + 0.1 * float(parts["kl"]))
+    assert float(loss) == pytest.approx(
+        float(parts["pg"]) - 0.01 * float(parts["entropy"]) + 0.1 * float(parts["kl"])
+    )
     with pytest.raises(ValueError, match="reference policy"):
         rl_loss(lp, old, ADV, MASK, MASK.sum(-1), n, full, entropy=ent)
 
 
-@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+@pytest.mark.parametrize(
+    "agg", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
+)
 def test_split_into_rows_and_token_windows_adds_up_to_the_whole(agg):
     lp, old, ref, ent = inputs(1)
     s = LossSettings(loss_agg=agg, kl_coef=0.05, entropy_coef=0.01)
@@ -67,8 +71,17 @@ def test_split_into_rows_and_token_windows_adds_up_to_the_whole(agg):
         for lo, hi in ((0, 3), (3, 6)):
             window = torch.zeros_like(MASK[rows])
             window[:, lo:hi] = MASK[rows][:, lo:hi]
-            loss, _ = rl_loss(lp[rows], old[rows], ADV[rows], window, MASK[rows].sum(-1), n, s,
-                              entropy=ent[rows], ref_logprobs=ref[rows])
+            loss, _ = rl_loss(
+                lp[rows],
+                old[rows],
+                ADV[rows],
+                window,
+                MASK[rows].sum(-1),
+                n,
+                s,
+                entropy=ent[rows],
+                ref_logprobs=ref[rows],
+            )
             parts += float(loss)
     assert parts == pytest.approx(float(whole), rel=1e-12)
 

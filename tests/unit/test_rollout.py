@@ -275,14 +275,27 @@ def test_the_stream_gives_a_batch_at_a_time_and_the_same_samples(model, tokenize
 def test_a_phases_engine_numbers_cover_every_call_in_it():
     """Self-repair in lock-step makes one generate call per turn: the phase's decode steps and mean batch
     are over all of them (not the last call's), per worker, and engines without numbers add nothing."""
+
     def stats(steps, batch_sum, cached=0.0, kv=1000.0, preempted=0.0, context=0.0, shared=0.0, resume=0.0):
-        return {"decode_steps": steps, "decode_batch_sum": batch_sum, "cached_tokens": cached,
-                "kv_cache_tokens": kv, "preemptions": preempted, "decode_context_sum": context,
-                "decode_shared_tokens": shared, "resume_s": resume, "prefill_s": steps / 1000,
-                "decode_s": steps / 100, "graph_capture_s": steps / 400}
+        return {
+            "decode_steps": steps,
+            "decode_batch_sum": batch_sum,
+            "cached_tokens": cached,
+            "kv_cache_tokens": kv,
+            "preemptions": preempted,
+            "decode_context_sum": context,
+            "decode_shared_tokens": shared,
+            "resume_s": resume,
+            "prefill_s": steps / 1000,
+            "decode_s": steps / 100,
+            "graph_capture_s": steps / 400,
+        }
 
     turn1 = [stats(100, 6400, resume=0.5), stats(80, 4000, kv=900, resume=0.75)]  # two workers
-    turn2 = [stats(50, 1000, cached=320, preempted=1, context=800, shared=600), stats(60, 1200, cached=160, context=200)]
+    turn2 = [
+        stats(50, 1000, cached=320, preempted=1, context=800, shared=600),
+        stats(60, 1200, cached=160, context=200),
+    ]
     m = engine_metrics([turn1, turn2])
     assert m["rollout/decode_shared_frac"] == 600 / 1000  # context tokens read once per group, of all
     assert m["rollout/decode_steps"] == 150  # worker 0: 100 + 50; worker 1: 140

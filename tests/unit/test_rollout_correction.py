@@ -52,7 +52,13 @@ def test_weights_are_bounded_for_long_sequences_and_reject_bad_arguments():
     for bad in (1.0, 0.5, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="threshold"):
             rollout_correction_weights(trainer, rollout, torch.ones(1, 5000), "token_mask", bad)
-    assert set(ROLLOUT_CORRECTIONS) == {"none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask"}
+    assert set(ROLLOUT_CORRECTIONS) == {
+        "none",
+        "token_truncate",
+        "token_mask",
+        "sequence_truncate",
+        "sequence_mask",
+    }
 
 
 def test_rl_loss_weighs_only_the_policy_term():
@@ -63,12 +69,16 @@ def test_rl_loss_weighs_only_the_policy_term():
     ref = old - 0.1
     adv = torch.tensor([1.0, -1.0, 0.5, -0.5])
     mask = torch.ones(4, 6)
-    settings = LossSettings(kl_coef=0.1, rollout_correction="token_truncate", rollout_correction_threshold=1.5)
+    settings = LossSettings(
+        kl_coef=0.1, rollout_correction="token_truncate", rollout_correction_threshold=1.5
+    )
     loss, parts = rl_loss(lp, old, adv, mask, mask.sum(-1), 24.0, settings, ref_logprobs=ref,
                           rollout_logprobs=rollout)  # fmt: skip
     w = (old - rollout).exp().clamp(max=1.5)
     pg, _ = policy_loss(lp, old, adv, mask * w, normalizer=24.0)
-    plain, plain_parts = rl_loss(lp, old, adv, mask, mask.sum(-1), 24.0, LossSettings(kl_coef=0.1), ref_logprobs=ref)
+    plain, plain_parts = rl_loss(
+        lp, old, adv, mask, mask.sum(-1), 24.0, LossSettings(kl_coef=0.1), ref_logprobs=ref
+    )
     torch.testing.assert_close(parts["pg"], pg.detach())
     torch.testing.assert_close(parts["kl"], plain_parts["kl"])  # the KL term is not weighted
     assert 0 < parts["rollout_is/truncated_frac"] < 1

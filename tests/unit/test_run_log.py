@@ -81,15 +81,28 @@ def test_ray_logging_options_hand_ray_records_to_ours():
 def test_worker_output_sends_every_line_to_the_file_and_codefu_warnings_to_the_console(tmp_path):
     console = io.StringIO()
     sink = WorkerOutput(tmp_path / RUN_LOG, verbose=False, console=console)
-    sink({"pid": 7, "actor_name": "JudgeWorker", "is_err": True, "lines": [
-        "WARNING codefu.judge.sandbox: no cgroup",
-        "[transformers] Ignoring clean_up_tokenization_spaces",
-        "INFO codefu.rollout.actor: loaded",
-    ]})
-    sink({"pid": "autoscaler", "is_err": False, "lines": [
-        "======== Autoscaler status ========",
-        ":event_summary:Adding 1 node(s) of type worker.",
-    ]})
+    sink(
+        {
+            "pid": 7,
+            "actor_name": "JudgeWorker",
+            "is_err": True,
+            "lines": [
+                "WARNING codefu.judge.sandbox: no cgroup",
+                "[transformers] Ignoring clean_up_tokenization_spaces",
+                "INFO codefu.rollout.actor: loaded",
+            ],
+        }
+    )
+    sink(
+        {
+            "pid": "autoscaler",
+            "is_err": False,
+            "lines": [
+                "======== Autoscaler status ========",
+                ":event_summary:Adding 1 node(s) of type worker.",
+            ],
+        }
+    )
     sink({"pid": "raylet", "is_err": True, "lines": ["A worker died or was killed"]})
     sink.close()
     shown, logged = console.getvalue(), (tmp_path / RUN_LOG).read_text()

@@ -62,8 +62,15 @@ def test_every_line_is_json(records):
 
 def test_fields(records):
     keys = {
-        "name", "statement", "rating", "time_limit_s", "memory_limit_bytes",
-        "public_tests", "private_tests", "solutions", "wrong_solutions",
+        "name",
+        "statement",
+        "rating",
+        "time_limit_s",
+        "memory_limit_bytes",
+        "public_tests",
+        "private_tests",
+        "solutions",
+        "wrong_solutions",
     }
     for r in records:
         assert keys <= set(r) <= keys | {"extra"}, r["name"]
@@ -158,4 +165,6 @@ def test_jsonl_loader_reads_the_file(records):
     assert [p.name for p in problems] == [r["name"] for r in records]
     for p, r in zip(problems, records, strict=True):
         assert p.extra.get("level") == _level(r)
-        assert len(p.public_tests) == len(r["public_tests"]) and len(p.private_tests) == len(r["private_tests"])
+        assert len(p.public_tests) == len(r["public_tests"]) and len(p.private_tests) == len(
+            r["private_tests"]
+        )

@@ -41,16 +41,20 @@ def test_dataset_split_by_fraction_is_seeded(tmp_path):
 
 
 def test_dataset_files(codefu_easy):
-    train, val = load_splits(RunConfig(data=DataConfig(train=str(codefu_easy / "train.parquet"),
-                                                       val=str(codefu_easy / "test.parquet"))))
+    train, val = load_splits(
+        RunConfig(
+            data=DataConfig(train=str(codefu_easy / "train.parquet"), val=str(codefu_easy / "test.parquet"))
+        )
+    )
     assert (len(train), len(val)) == (808, 32)
     assert train[0].prompt is not None and train[0].preferred_language == "cpp"
 
 
 def test_bad_override_and_existing_run_dir(tmp_path):
     def train(*args):
-        return subprocess.run([sys.executable, "-m", "codefu", "train", *args], capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "codefu", "train", *args], capture_output=True, text=True, timeout=120
+        )
 
     r = train("--run-dir", str(tmp_path / "a"), "rollout.nn=3")
     assert r.returncode == 2 and "unknown key rollout.nn" in r.stderr and "Traceback" not in r.stderr
@@ -92,8 +96,14 @@ def test_out_of_range_values_are_refused_naming_the_key(override, key):
 
 def test_a_rollout_correction_without_the_recompute_pass_needs_one_epoch():
     cfg = RunConfig()
-    cfg.trainer.rollout_correction, cfg.algo.recompute_logprobs, cfg.trainer.ppo_epochs = "token_mask", False, 2
-    with pytest.raises(CodefuError, match=r"^trainer.rollout_correction must be none with algo.recompute_logprobs"):
+    cfg.trainer.rollout_correction, cfg.algo.recompute_logprobs, cfg.trainer.ppo_epochs = (
+        "token_mask",
+        False,
+        2,
+    )
+    with pytest.raises(
+        CodefuError, match=r"^trainer.rollout_correction must be none with algo.recompute_logprobs"
+    ):
         check_run_config(cfg)
     cfg.trainer.ppo_epochs = 1
     check_run_config(cfg)
@@ -139,7 +149,10 @@ def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
     [
         (["algo.estimator=a2c"], "algo.estimator"),
         (["trainer.policy_loss=trpo"], "defaults: trainer.policy_loss must be one of"),
-        (["trainer.policy_loss=cispo", "trainer.dual_clip=3"], "trainer.dual_clip is for policy_loss='ppo' only"),
+        (
+            ["trainer.policy_loss=cispo", "trainer.dual_clip=3"],
+            "trainer.dual_clip is for policy_loss='ppo' only",
+        ),
         (["trainer.policy_loss=gspo", "trainer.sp_degree=2"], "trainer.policy_loss='gspo' needs sp_degree 1"),
         (["trainer.dual_clip=0.5"], "defaults: trainer.dual_clip must be > 1 or None"),
         (["trainer.rollout_correction=tis"], "trainer.rollout_correction must be one of"),
@@ -164,8 +177,18 @@ def test_algorithm_choices_are_checked_when_the_config_loads(overrides, message)
 def test_overrides_may_come_before_and_after_options():
     from codefu.cli import parse
 
-    args = parse(["train", "--config", "configs/cpu.yaml", "loop.steps=3", "--run-dir", "/tmp/r", "loop.seed=1",
-                  "loop.steps=4"])
+    args = parse(
+        [
+            "train",
+            "--config",
+            "configs/cpu.yaml",
+            "loop.steps=3",
+            "--run-dir",
+            "/tmp/r",
+            "loop.seed=1",
+            "loop.steps=4",
+        ]
+    )
     assert args.run_dir == "/tmp/r" and args.overrides == ["loop.steps=3", "loop.seed=1", "loop.steps=4"]
     with pytest.raises(SystemExit):  # anything else unknown is still an error
         parse(["train", "--config", "configs/cpu.yaml", "--run-dir", "/tmp/r", "--no-such-flag"])

@@ -154,12 +154,12 @@ def test_attention_by_pieces_equals_the_masked_attention():
 
 def test_flex_kernel_options():
     """Bounds checks are dropped only for a row of whole blocks; the measured tiles only for their GPU and
-    head dim; every row is safe (it attends at least to itself, test_mask_sees_the_prefix...)."""
-    assert flex_kernel_options((8, 0), 64, 4 * BLOCK) == {"ROWS_GUARANTEED_SAFE": True, "IS_DIVISIBLE": True}
-    assert flex_kernel_options((8, 0), 64, 4 * BLOCK + 5) == {"ROWS_GUARANTEED_SAFE": True}
+    head dim."""
+    assert flex_kernel_options((8, 0), 64, 4 * BLOCK) == {"IS_DIVISIBLE": True}
+    assert flex_kernel_options((8, 0), 64, 4 * BLOCK + 5) == {}
     for (major, minor, head_dim), tiles in FLEX_TILES.items():
         got = flex_kernel_options((major, minor), head_dim, BLOCK)
-        assert got == {"ROWS_GUARANTEED_SAFE": True, "IS_DIVISIBLE": True, **tiles}
+        assert got == {"IS_DIVISIBLE": True, **tiles}
         assert flex_kernel_options((major, minor), head_dim + 1, BLOCK).keys().isdisjoint(tiles)
         # FlexAttention's tiles must divide its 128-wide sparse blocks
         assert all(BLOCK % v == 0 for k, v in tiles.items() if "BLOCK" in k), tiles

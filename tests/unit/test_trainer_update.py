@@ -257,7 +257,10 @@ def test_chosen_calls_are_profiled_per_kind(tiny_dir, tmp_path):
         with_old_logprobs(w, batch)  # one forward-only pass
         w.update(batch)
     TrainerWorker(w.cfg, frozen=True).compute_logprobs(batch)  # the reference's call 0: not profiled
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["policy_forward_1_rank0.txt", "policy_update_1_rank0.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "policy_forward_1_rank0.txt",
+        "policy_update_1_rank0.txt",
+    ]
     for name in ("policy_forward_1_rank0.txt", "policy_update_1_rank0.txt"):
         text = (tmp_path / name).read_text()
         assert text.startswith("wall ") and "aten::" in text, text[:500]
@@ -286,7 +289,9 @@ def test_forward_only_passes_take_their_own_budget(tiny_dir):
             return forward(*args, **kwargs)
 
         w._forward = counted
-    torch.testing.assert_close(big.compute_logprobs(batch), small.compute_logprobs(batch), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        big.compute_logprobs(batch), small.compute_logprobs(batch), atol=1e-5, rtol=1e-5
+    )
     assert calls["big"] == 1 < calls["small"]
     with pytest.raises(ValueError, match="forward_micro_batch_tokens"):
         TrainerConfig(forward_micro_batch_tokens=-1)
