@@ -25,10 +25,11 @@ import importlib
 import math
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from codefu.types import Status
+from codefu.errors import CodefuError
+from codefu.types import CheckerSpec, Problem, Status
 
 _INT = re.compile(r"[+-]?\d+")
 # unambiguous, so a hostile million-digit token fails in linear time
@@ -76,8 +77,49 @@ def outputs_match(expected: str, actual: str, float_tol: float = 1e-6) -> bool:
 PythonChecker = Callable[[str, str, str], bool]  # (input, expected, actual) -> accepted
 
 
-def load_python_checker(ref: str) -> PythonChecker:
-    """Import "package.module:function"; raises ValueError naming the reference when it cannot."""
+def tokens_any_order(input: str, expected: str, actual: str) -> bool:
+    """A built-in checker: the same tokens as the expected output in any order (a set of answers that
+    may be printed in any order), each compared as the default rule does."""
+    exp, act = sorted(expected.split()), sorted(actual.split())
+    return len(exp) == len(act) and all(tokens_match(e, a) for e, a in zip(exp, act, strict=True))
+
+
+# A `python` checker is code in the judge's own process, outside the sandbox: it runs only when the
+# operator named it. A dataset row or an HTTP request only ever *names* one, and a name such as
+# "timeit:timeit" or "os:system" would run the test's strings as code; an untrusted checker is a
+# `program` checker (any language, Python included), which runs in the sandbox.
+BUILTIN_PYTHON_CHECKERS: frozenset[str] = frozenset({"codefu.judge.checker:tokens_any_order"})
+
+
+def python_checker_refusal(checker: CheckerSpec | None, registered: Collection[str]) -> str | None:
+    """Why a problem's checker may not run in this process, or None when it may: a `python` checker runs
+    only if it is built in (BUILTIN_PYTHON_CHECKERS) or `registered` by the operator."""
+    if checker is None or checker.kind != "python":
+        return None
+    if checker.source in BUILTIN_PYTHON_CHECKERS or checker.source in registered:
+        return None
+    return (
+        f"python checker {checker.source!r} is not registered: a python checker runs outside the sandbox, "
+        "so only the operator's (judge.python_checkers, --python-checker) and codefu's built-ins run; "
+        'a checker from data belongs in {"kind": "program", "language": "python", "source": <its code>}, '
+        "which runs in the sandbox"
+    )
+
+
+def check_python_checkers(problems: Iterable[Problem], registered: Collection[str], where: str) -> None:
+    """A CodefuError naming `where` (the file or key the problems came from) and the first problem whose
+    python checker may not run here: a dataset is refused when it is loaded, not judged as errors."""
+    for problem in problems:
+        if (refusal := python_checker_refusal(problem.checker, registered)) is not None:
+            raise CodefuError(f"{where}: problem {problem.name!r}: {refusal}")
+
+
+def load_python_checker(ref: str, registered: Collection[str]) -> PythonChecker:
+    """Import "package.module:function", a built-in or one of `registered`; raises ValueError naming the
+    reference when it may not run or cannot be loaded."""
+    refusal = python_checker_refusal(CheckerSpec("python", ref), registered)
+    if refusal is not None:
+        raise ValueError(refusal)
     module, _, name = ref.partition(":")
     if not module or not name:
         raise ValueError(f"python checker {ref!r} is not of the form 'package.module:function'")

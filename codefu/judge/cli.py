@@ -20,6 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from codefu.errors import CodefuError
+from codefu.judge.checker import check_python_checkers
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS, compute_reward
 from codefu.judge.sandbox import SandboxConfig
@@ -38,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tests", type=int, default=None, help="tests per submission at most")
     p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
+    add_python_checker_flag(p)
     p.add_argument(
         "--ray",
         nargs="?",
@@ -52,6 +54,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="run programs on the host WITHOUT isolation (debugging trusted code only)",
     )
     p.set_defaults(run=run)
+
+
+def add_python_checker_flag(p: argparse.ArgumentParser) -> None:
+    """--python-checker, shared by the commands that judge: the operator's python checkers."""
+    p.add_argument(
+        "--python-checker",
+        action="append",
+        default=[],
+        dest="python_checkers",
+        metavar="MODULE:FUNCTION",
+        help="a python checker problems may name, run in this process (repeat for more); "
+        "only these and codefu's built-ins run: a dataset or request cannot pick any other",
+    )
 
 
 @dataclass
@@ -106,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from codefu.data.loader import load_problems
 
     problems = load_problems(args.dataset)
+    check_python_checkers(problems, args.python_checkers, args.dataset)
     subs = read_responses(Path(args.responses), problems)
     config = JudgeConfig(
         reward=args.reward,
@@ -113,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         workers=args.workers,
         time_scale=args.time_scale,
+        python_checkers=args.python_checkers,
         sandbox=SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap"),
     )
     out = Path(args.out)

@@ -27,6 +27,7 @@ from codefu.judge.checker import (
     interpret_checker_exit,
     load_python_checker,
     outputs_match,
+    python_checker_refusal,
 )
 from codefu.judge.extract import Program, extract_program
 from codefu.judge.function_call import check_output, harnessed, install_harness, language_error
@@ -95,6 +96,10 @@ class JudgeConfig:
     checker_compile_time_s: float = 60.0
     """Compile-time limit of a checker program (compiled once per judge; a real testlib.h is large)."""
     max_source_bytes: int = 256 << 10
+    python_checkers: list[str] = field(default_factory=list)
+    """`python` checkers ("package.module:function") this judge may import and call, besides codefu's
+    built-ins: the operator's code, run in the judge's process. A problem naming any other gets
+    SANDBOX_ERROR and its program is not run; loaders refuse such a problem up front."""
     work_dir: str | None = None
     """Where programs, inputs and precompiled headers live (default: a private folder in $TMPDIR)."""
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
@@ -241,6 +246,8 @@ class Judge:
     # ---- one submission ---------------------------------------------------------------------------
 
     def _judge(self, problem: Problem, response: str, cancel: threading.Event | None = None) -> Verdict:
+        if (refusal := python_checker_refusal(problem.checker, self.config.python_checkers)) is not None:
+            return Verdict(Status.SANDBOX_ERROR, message=f"problem {problem.name!r}: {refusal}")
         program = extract_program(response, problem.preferred_language)
         if program is None:
             return Verdict(Status.NO_CODE, message="no program found in the response")
@@ -431,7 +438,8 @@ class Judge:
         if checker is None:
             ok = outputs_match(test.output, actual, self.config.float_tol)
         else:
-            ok = bool(load_python_checker(checker.source)(test.input, test.output, actual))
+            checker_fn = load_python_checker(checker.source, self.config.python_checkers)
+            ok = bool(checker_fn(test.input, test.output, actual))
         return CheckerOutcome(Status.ACCEPTED if ok else Status.WRONG_ANSWER)
 
     def _run_checker_program(self, problem: Problem, test: TestCase, output: Path) -> CheckerOutcome:

@@ -26,22 +26,25 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Collection
 from typing import Any
 
 from codefu.data.schema import row_to_problem
+from codefu.judge.checker import python_checker_refusal
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import compute_reward
 from codefu.types import Status
 
 _lock = threading.Lock()
-_judges: dict[tuple[int | None, int], Judge] = {}
+_judges: dict[tuple[int | None, int, tuple[str, ...]], Judge] = {}
 
 
-def _judge(max_tests: int | None, seed: int) -> Judge:
-    key = (max_tests, seed)
+def _judge(max_tests: int | None, seed: int, python_checkers: tuple[str, ...]) -> Judge:
+    key = (max_tests, seed, python_checkers)
     with _lock:
         if key not in _judges:
-            judge = Judge(JudgeConfig(max_tests=max_tests, seed=seed))
+            config = JudgeConfig(max_tests=max_tests, seed=seed, python_checkers=list(python_checkers))
+            judge = Judge(config)
             atexit.register(judge.close)  # its sandbox sessions and children go with the process
             _judges[key] = judge
         return _judges[key]
@@ -58,6 +61,7 @@ def compute_score(
     url: str | None = None,
     token: str | None = None,
     timeout_s: float = 600.0,
+    python_checkers: Collection[str] = (),
 ) -> dict[str, Any]:
     """The reward of one response, with what the judge saw (verl logs the extra keys).
 
@@ -68,10 +72,16 @@ def compute_score(
     (no tests, unreadable) raises ValueError naming the data source: that is the dataset's fault.
     With `url`, a `codefu serve` service judges (`token`: its bearer token); a busy service (503) is
     retried after its Retry-After until `timeout_s`; one that cannot be reached raises RuntimeError.
+    `python_checkers` are the python checkers ("module:function", the operator's code) a row may name
+    besides codefu's built-ins; a row naming another raises ValueError (with url: the service's
+    --python-checker list applies).
     """
     if url is not None:
-        if max_tests is not None or seed != 0:
-            raise ValueError("compute_score: with url, the service's --max-tests and --seed apply; drop them")
+        if max_tests is not None or seed != 0 or python_checkers:
+            raise ValueError(
+                "compute_score: with url, the service's --max-tests, --seed and --python-checker apply; "
+                "drop max_tests, seed and python_checkers"
+            )
         body = {
             "response": solution_str if isinstance(solution_str, str) else "",
             "data_source": data_source,
@@ -88,7 +98,10 @@ def compute_score(
         raise ValueError(f"compute_score: a ground_truth of {data_source!r} is not a problem: {e}") from e
     if not problem.public_tests and not problem.private_tests:
         raise ValueError(f"compute_score: the ground_truth of {problem.name!r} ({data_source}) has no tests")
-    verdict = _judge(max_tests, seed).judge(problem, solution_str if isinstance(solution_str, str) else "")
+    if (refusal := python_checker_refusal(problem.checker, python_checkers)) is not None:
+        raise ValueError(f"compute_score: {problem.name!r} ({data_source}): {refusal}")
+    judge = _judge(max_tests, seed, tuple(sorted(python_checkers)))
+    verdict = judge.judge(problem, solution_str if isinstance(solution_str, str) else "")
     record = {
         "reward": compute_reward(verdict, reward),
         "status": verdict.status.value,

@@ -21,6 +21,7 @@ from pathlib import Path
 from codefu.config import dump_yaml, load_config, to_dict
 from codefu.data.mixing import describe_train
 from codefu.errors import CodefuError
+from codefu.judge.checker import check_python_checkers
 from codefu.observability.run_log import ray_logging_options, route_worker_output, start_run_log
 from codefu.observability.trackers import flatten_config
 from codefu.orchestrator.config import RunConfig, check_run_config
@@ -170,6 +171,7 @@ def _load(cfg: RunConfig, source: str, key: str) -> list[Problem]:
             raise CodefuError(f"{key}: {e}") from None
     if not problems:
         raise CodefuError(f"{key}: {source} holds no problems")
+    check_python_checkers(problems, cfg.judge.python_checkers, f"{key}: {source}")
     for p in problems:
         if p.prompt is None:
             p.preferred_language = cfg.data.language  # type: ignore[assignment]

@@ -57,6 +57,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codefu.errors import CodefuError
+from codefu.judge.checker import check_python_checkers
+from codefu.judge.cli import add_python_checker_flag
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS
 from codefu.judge.sandbox import SandboxConfig
@@ -108,6 +110,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=["bwrap", "none"],
         help="none: programs run WITHOUT isolation (no bubblewrap there; trusted code only)",
     )
+    add_python_checker_flag(p)
     p.add_argument("--out", default=None, help="write the results as JSON here")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--problems", default=None, help="comma-separated problem names: evaluate only these")
@@ -407,7 +410,11 @@ def run(args: argparse.Namespace) -> int:
     start = time.monotonic()
     buckets = {p.name: bucket_of(p) for p in problems}
     baseline_counts = None
-    with Judge(JudgeConfig(reward=args.reward, sandbox=SandboxConfig(kind=args.sandbox))) as judge:
+    check_python_checkers(problems, args.python_checkers, args.dataset)
+    config = JudgeConfig(
+        reward=args.reward, python_checkers=args.python_checkers, sandbox=SandboxConfig(kind=args.sandbox)
+    )
+    with Judge(config) as judge:
         evaluation = sample_and_judge(args.model, problems, args, judge)
         correct, statuses = evaluation.accepted(), dict(evaluation.statuses)
         if args.baseline is not None and baseline_file is None:

@@ -18,6 +18,8 @@ import signal
 from dataclasses import replace
 
 from codefu.errors import CodefuError
+from codefu.judge.checker import check_python_checkers
+from codefu.judge.cli import add_python_checker_flag
 from codefu.judge.rewards import REWARDS
 from codefu.serve.protocol import ServiceLimits
 
@@ -37,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tests", type=int, default=None, help="tests per /judge submission at most")
     p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
+    add_python_checker_flag(p)
     p.add_argument("--replicas", type=int, default=0, help="judge replicas (0: one per node with a CPU)")
     p.add_argument(
         "--cpus-per-replica",
@@ -72,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         from codefu.data.loader import load_problems
 
         dataset = load_problems(args.dataset)
+        check_python_checkers(dataset, args.python_checkers, args.dataset)
     token = args.token or os.environ.get("CODEFU_SERVE_TOKEN") or None
     previous = signal.signal(signal.SIGTERM, _interrupt)  # while starting: stop as on Ctrl-C
     try:
@@ -115,6 +119,7 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             time_scale=args.time_scale,
             workers=workers,
             judge_identical_once=False,
+            python_checkers=args.python_checkers,
             sandbox=SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap"),
         )
         # clients such as verl's send one request per test case, 64 at once, and do not retry a 503
@@ -144,7 +149,13 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             max_body_bytes=int(args.max_body_mb * (1 << 20)),
             max_run_timeout_s=args.max_run_timeout,
         )
-        settings = ServiceSettings(reward=args.reward, token=token, max_pending=max_pending, limits=limits)
+        settings = ServiceSettings(
+            reward=args.reward,
+            token=token,
+            max_pending=max_pending,
+            limits=limits,
+            python_checkers=frozenset(args.python_checkers),
+        )
         app = build_app(handle, settings, dataset, ready)
         config = uvicorn.Config(
             app,

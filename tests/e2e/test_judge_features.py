@@ -38,7 +38,7 @@ CPP_CHECKER = textwrap.dedent("""\
 
 @pytest.fixture(scope="module")
 def judge():
-    with Judge(JudgeConfig(workers=2)) as j:
+    with Judge(JudgeConfig(workers=2, python_checkers=["checkers:any_divisor"])) as j:
         yield j
 
 
@@ -161,7 +161,7 @@ def test_submissions_are_judged_as_they_arrive():
     double = Problem("double", "", [], [TestCase(f"{i}\n", f"{2 * i}\n") for i in range(4)], time_limit_s=2)
     right = "```python\nprint(2 * int(input()))\n```"
     wrong = "```python\nprint(2 * int(input()) + 1)\n```"
-    with Judge(JudgeConfig(workers=2)) as j:
+    with Judge(JudgeConfig(workers=2, python_checkers=["checkers:any_divisor"])) as j:
         verdicts = judge_while_arriving(j.judge_many, double, [right, wrong, "Again:\n" + right])
     assert [verdicts[i].status for i in range(3)] == [Status.ACCEPTED, Status.WRONG_ANSWER, Status.ACCEPTED]
     assert [verdicts[i].reused for i in range(3)] == [False, False, True]

@@ -1,4 +1,5 @@
 import json
+import sys
 from dataclasses import asdict
 
 import pyarrow as pa
@@ -8,14 +9,18 @@ from codefu.data.schema import SCHEMA, problem_to_row, row_to_problem
 from codefu.data.sources.jsonl import RowError, parse_problem
 from codefu.judge.checker import (
     CHECKER_MESSAGE_CHARS,
+    check_python_checkers,
     double_equal,
     interpret_checker_exit,
     load_python_checker,
     outputs_match,
+    python_checker_refusal,
     tokens_match,
 )
+from codefu.errors import CodefuError
 from codefu.judge.rewards import compute_reward
 from codefu.types import CheckerSpec, Problem, Status, TestCase, Verdict, checker_files_error
+from helpers.hostile_checkers import DANGEROUS_CHECKERS
 
 
 def test_whitespace_and_line_breaks_do_not_matter():
@@ -74,12 +79,44 @@ def test_yes_no_case_folded_other_words_exact():
 
 
 def test_python_checker_loading():
-    fn = load_python_checker("os.path:join")
+    fn = load_python_checker("os.path:join", ["os.path:join"])
     assert callable(fn)
     with pytest.raises(ValueError, match="not of the form"):
-        load_python_checker("nocolon")
+        load_python_checker("nocolon", ["nocolon"])
     with pytest.raises(ValueError, match="cannot be loaded"):
-        load_python_checker("codefu.nonexistent:f")
+        load_python_checker("codefu.nonexistent:f", ["codefu.nonexistent:f"])
+
+
+@pytest.mark.parametrize("ref", DANGEROUS_CHECKERS)
+def test_unregistered_python_checker_is_refused_before_any_import(ref):
+    imported = set(sys.modules)
+    with pytest.raises(ValueError, match="not registered"):
+        load_python_checker(ref, ["checkers:any_divisor"])
+    assert set(sys.modules) == imported
+    refusal = python_checker_refusal(CheckerSpec("python", ref), [])
+    assert refusal is not None and ref in refusal and '"kind": "program"' in refusal
+
+
+def test_registered_and_builtin_checkers_may_run_program_checkers_always():
+    assert python_checker_refusal(CheckerSpec("python", "mine:check"), ["mine:check"]) is None
+    assert python_checker_refusal(CheckerSpec("python", "codefu.judge.checker:tokens_any_order"), []) is None
+    assert python_checker_refusal(CheckerSpec("program", "int main() {}", "cpp"), []) is None
+    assert python_checker_refusal(None, []) is None
+
+
+def test_builtin_tokens_any_order():
+    fn = load_python_checker("codefu.judge.checker:tokens_any_order", [])
+    assert fn("", "1 2 3\n", "3 1\n2") and fn("", "0.5 x", "x 0.5000001")
+    assert not fn("", "1 2 3", "1 2") and not fn("", "1 2 2", "1 1 2") and not fn("", "1", "1.0")
+
+
+def test_a_dataset_naming_an_unregistered_checker_is_refused_with_its_problem_and_file():
+    ok = Problem("fine", "", [], [TestCase("1", "1")])
+    bad = Problem("shady", "", [], [TestCase("1", "1")], checker=CheckerSpec("python", "os:system"))
+    check_python_checkers([ok], [], "data/x.jsonl")
+    with pytest.raises(CodefuError, match=r"^data/x\.jsonl: problem 'shady': python checker 'os:system'"):
+        check_python_checkers([ok, bad], [], "data/x.jsonl")
+    check_python_checkers([ok, bad], ["os:system"], "data/x.jsonl")  # the operator's choice
 
 
 def test_hostile_tokens_are_linear():
