@@ -121,6 +121,21 @@ class SingleRun:
     error: str = ""  # our own failure (the sandbox could not run it): nothing about the program
 
 
+def sweep_run_dirs(root: Path) -> None:
+    """Remove the run folders under a judge's `root` whose process is gone (a judge killed before its
+    `close`): its compile cache and inputs, which may be large."""
+    for folder in root.glob("run-*-*"):
+        pid = folder.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def output_at_cap(out: Path, err: Path, limits: Limits) -> bool:
+    """A program that wrote up to its output limit: Python ignores SIGXFSZ (its writes fail with EFBIG
+    and it exits 1), leaving a file at the cap where C++ is killed by the signal."""
+    return max(out.stat().st_size, err.stat().st_size) >= limits.file_size_bytes
+
+
 class Judge:
     """Thread-safe; `judge_many` spreads submissions and their tests over `workers` sandboxes."""
 
@@ -129,6 +144,7 @@ class Judge:
         self.spec = reward_spec(self.config.reward)
         self.workers = self.config.workers or os.cpu_count() or 1
         self.root = make_work_dir(self.config.work_dir)
+        sweep_run_dirs(self.root)
         check_reachable(self.root, self.config.sandbox)
         self.sandbox = open_sandbox(self.config.sandbox, self.root)
         self.run_dir = self.root / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -189,12 +205,15 @@ class Judge:
         compile_time_s: float | None = None,
         files: dict[str, str] | None = None,
         output_chars: int = 1 << 20,
+        cancel: threading.Event | None = None,
     ) -> SingleRun:
         """Compile `program` (once: the compile cache) with `files` beside it, run it on `stdin` under
         `limits` and return what it printed (stdout cut to `output_chars`, stderr to STDERR_CHARS x 8).
         The run takes a sandbox kept warm for the next run of the same program; with `files`, a fresh one
         whose working directory is the program's folder, where they lie. Python is not syntax-checked
-        first: a syntax error shows as the run's exit status and traceback, as `python main.py` shows it."""
+        first: a syntax error shows as the run's exit status and traceback, as `python main.py` shows it.
+        `cancel` set while it runs (the service's client left) kills the run in a warm sandbox at once;
+        a run with `files` (a sandbox of its own) ends within its limits."""
         start = time.monotonic()
         try:
             with self.compiler.compiled(program, files, compile_time_s) as compiled:
@@ -206,8 +225,12 @@ class Judge:
                 try:
                     stdin_file = self._input_file(stdin)
                     r = with_sandbox_retries(
-                        lambda: self._run_once_in_sandbox(compiled, bool(files), limits, stdin_file, out, err)
+                        lambda: self._run_once_in_sandbox(
+                            compiled, bool(files), limits, stdin_file, out, err, cancel
+                        )
                     )
+                    if r.limit is None and output_at_cap(out, err, limits):
+                        r.limit = "output"
                     stdout = read_head(out, output_chars)
                     cut = out.stat().st_size > len(stdout.encode("utf-8", errors="replace"))
                     return SingleRun(
@@ -221,14 +244,21 @@ class Judge:
             return SingleRun(False, error=f"{type(e).__name__}: {e}"[:1000])
 
     def _run_once_in_sandbox(
-        self, compiled: Compiled, with_files: bool, limits: Limits, stdin: Path, out: Path, err: Path
+        self,
+        compiled: Compiled,
+        with_files: bool,
+        limits: Limits,
+        stdin: Path,
+        out: Path,
+        err: Path,
+        cancel: threading.Event | None,
     ) -> RunResult:
         if with_files:  # the program reads them from its working directory, its own folder
             return self.sandbox.run(compiled.run_argv, limits, compiled.mounts, out, err, stdin, cwd=BOX)
         assert compiled.directory is not None
         argv, mounts, directory = compiled.run_argv, compiled.mounts, compiled.directory
         with self.warm_sessions.session(argv, mounts, directory, limits) as session:
-            return session.run(stdin, out, err, limits)
+            return session.run(stdin, out, err, limits, cancel)
 
     def close(self) -> None:
         self._submissions_pool.shutdown(wait=True, cancel_futures=True)
@@ -345,7 +375,7 @@ class Judge:
                     session = self._open_session(compiled, limits)
                 if session is None:
                     raise RuntimeError("the sandbox could not start")
-                return session.run(stdin, out, err, limits)
+                return session.run(stdin, out, err, limits, cancel)
 
             try:
                 while (i := take()) is not None:
@@ -404,8 +434,7 @@ class Judge:
                 result.message = f"{'CPU' if r.limit == 'cpu' else 'wall-clock'} time limit exceeded"
             elif r.limit == "memory":
                 result.status = Status.MEMORY_LIMIT
-            elif r.limit == "output" or max(out.stat().st_size, err.stat().st_size) >= limits.file_size_bytes:
-                # Python ignores SIGXFSZ: its writes fail with EFBIG instead, leaving a file at the cap
+            elif r.limit == "output" or output_at_cap(out, err, limits):
                 result.status = Status.OUTPUT_LIMIT
             elif r.exit_code != 0:
                 result.status = Status.RUNTIME_ERROR

@@ -61,6 +61,9 @@ RUNNER_PATH = "/codefu-runner"  # where the binary appears inside the sandbox
 START_TIMEOUT_S = 30.0  # bwrap plus the runner's first message; seconds under load, not minutes
 GRACE_S = 2.0  # past the wall limit, a runner that has not answered is considered hung
 CLOSE_TIMEOUT_S = 5.0
+CANCEL_POLL_S = 0.1  # how soon a cancelled test is killed
+
+Cancel = threading.Event | None
 
 log = logging.getLogger(__name__)
 _build_lock = threading.Lock()
@@ -143,7 +146,10 @@ class PerRunSession:
         self.sandbox, self.argv, self.mounts = sandbox, argv, mounts
         self.dead = False
 
-    def run(self, stdin: Path | None, stdout: Path, stderr: Path, limits: Limits) -> RunResult:
+    def run(
+        self, stdin: Path | None, stdout: Path, stderr: Path, limits: Limits, cancel: Cancel = None
+    ) -> RunResult:
+        """`cancel` is not watched here: a run ends within its limits."""
         return self.sandbox.run(self.argv, limits, self.mounts, stdout, stderr, stdin=stdin)
 
     def close(self) -> None:
@@ -191,7 +197,10 @@ class RunnerSession:
             detail = self.proc.stderr.read(2000).decode(errors="replace").strip()
             raise RuntimeError(f"sandbox runner did not start ({reply!r}): {detail}")
 
-    def run(self, stdin: Path | None, stdout: Path, stderr: Path, limits: Limits) -> RunResult:
+    def run(
+        self, stdin: Path | None, stdout: Path, stderr: Path, limits: Limits, cancel: Cancel = None
+    ) -> RunResult:
+        """The test's run; `cancel` set while it runs (its client left) has the runner kill it at once."""
         if self.dead:
             raise RuntimeError("this runner sandbox is gone")
         cg = self.cg
@@ -212,11 +221,17 @@ class RunnerSession:
         limit = None
         reply: bytes | None = None
         ncpu = os.cpu_count() or 1
+        killed = False
         while reply is None:
             left = limits.wall_s + GRACE_S - (time.monotonic() - start)
             if left <= 0:
                 break
             wait = left
+            if cancel is not None and not killed:
+                if cancel.is_set():
+                    killed = True
+                    self._send(b"KILL")
+                wait = min(wait, CANCEL_POLL_S)
             if cg is not None and limit is None:
                 cpu = cg.cpu_s() - cpu0
                 if cpu > limits.cpu_s:  # the whole tree, children of a fork bomb included

@@ -7,19 +7,26 @@ judge replicas through a Ray Serve handle.
     GET  /ready      the replicas are up (no token needed)
     GET  /metrics    Prometheus: requests, verdicts, requests in flight, latency
 
-Backpressure: at most `max_pending` requests are in the service at once (queued at the replicas or
-running); one more is answered 503 with Retry-After at once instead of waiting behind them. A client
-that disconnects has its call cancelled: its submission starts no further test, and no sandbox
-outlives the limits of the test already running.
+Every client is untrusted (docs/serve.md, "Threat model"):
+- bodies: a body must arrive within `body_timeout_s`, with no gap over `body_idle_s`, or the request is
+  408; bodies being read or parsed hold at most `max_body_memory_bytes` of the front's memory between
+  them (a request waits for its share before its body is read, so TCP holds the rest back), and are
+  parsed off the event loop, so /health answers while large uploads are parsed;
+- backpressure: at most `max_pending` requests are in the service at once (queued at the replicas or
+  running), counted once their body is read: uploads that stall count against no one. One more is
+  answered 503 with Retry-After at once instead of waiting behind them;
+- a client that disconnects has its call cancelled: its submission starts no further test and the test
+  running in its sandbox is killed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +40,8 @@ from starlette.routing import Route
 
 from codefu.serve.protocol import (
     BadRequest,
+    JudgeRequest,
+    RunCodeRequest,
     ServiceLimits,
     parse_json,
     parse_judge,
@@ -43,6 +52,7 @@ from codefu.types import Problem, Status, Verdict
 
 log = logging.getLogger(__name__)
 NODE_HEADER = "X-Codefu-Node"  # the address of the node whose replica answered
+INLINE_PARSE_BYTES = 64 << 10  # smaller bodies are parsed on the event loop: a thread hop costs more
 
 
 @dataclass
@@ -52,10 +62,57 @@ class ServiceSettings:
     max_pending: int = 64
     retry_after_s: int = 1
     limits: ServiceLimits = field(default_factory=ServiceLimits)
+    python_checkers: frozenset[str] = frozenset()  # the operator's (--python-checker), besides built-ins
+    body_timeout_s: float = 60.0  # a body must arrive whole within this (64 MB at ~1 MB/s)
+    body_idle_s: float = 10.0  # ... with no gap longer than this
+    max_body_memory_bytes: int = 0  # bodies read or parsed at once hold at most this (0: 2 x max_body_bytes)
 
 
 class Busy(Exception):
     pass
+
+
+class BodyMemory:
+    """The front's memory for request bodies, in bytes: a request holds its body's declared length (the
+    largest allowed when none is declared) while the body is read and parsed. Waiters are served first
+    come, first served, so a large body is not starved by small ones."""
+
+    def __init__(self, total: int):
+        self.total, self.free = total, total
+        self._waiters: list[tuple[int, asyncio.Future]] = []
+
+    @contextlib.asynccontextmanager
+    async def hold(self, size: int, timeout_s: float) -> AsyncIterator[None]:
+        size = min(size, self.total)
+        if self._waiters or self.free < size:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append((size, waiter))
+            try:
+                await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+            except BaseException:
+                self._leave(size, waiter)
+                raise
+        else:
+            self.free -= size
+        try:
+            yield
+        finally:
+            self.free += size
+            self._wake()
+
+    def _leave(self, size: int, waiter: asyncio.Future) -> None:
+        if waiter.done() and not waiter.cancelled():  # granted as it timed out: give it back
+            self.free += size
+        else:
+            self._waiters.remove((size, waiter))
+            waiter.cancel()
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters and self._waiters[0][0] <= self.free:
+            size, waiter = self._waiters.pop(0)
+            self.free -= size
+            waiter.set_result(None)
 
 
 class Unauthorized(Exception):
@@ -104,20 +161,39 @@ def build_app(
     raising while they are not up."""
     metrics = Metrics()
     state = {"in_flight": 0}
+    bodies = BodyMemory(settings.max_body_memory_bytes or 2 * settings.limits.max_body_bytes)
 
-    async def handle(request: Request, endpoint: str, work: Callable[[Any], Awaitable[tuple[Any, str]]]):
+    async def handle(
+        request: Request, endpoint: str, parse: Callable[[Any], Any], call: Callable[[Any], Any]
+    ) -> Response:
+        """`parse(body)` checks the JSON body (run off the event loop: bodies can be tens of MB);
+        `call(parsed)` sends it to the replicas, answering an awaitable of (answer, node)."""
         start = time.monotonic()
         admitted = False
         headers: dict[str, str] = {}
         try:
             _authorize(request, settings.token)
             if state["in_flight"] >= settings.max_pending:
-                raise Busy
-            state["in_flight"] += 1
-            metrics.in_flight.set(state["in_flight"])
-            admitted = True
-            body = parse_json(await _read_body(request, settings.limits.max_body_bytes))
-            answer, node = await _unless_gone(request, await work(body))
+                raise Busy  # no use reading a body that would not be admitted
+            size = _declared_size(request, settings.limits.max_body_bytes)
+            try:
+                async with bodies.hold(size, settings.body_timeout_s):
+                    raw = await _read_body(request, settings)
+                    if len(raw) <= INLINE_PARSE_BYTES:
+                        parsed = parse(parse_json(raw))
+                    else:  # a thread of its own: parsing megabytes would stall every other request
+                        parsed = await asyncio.to_thread(_parsed, parse, raw)
+                    del raw
+                    if state["in_flight"] >= settings.max_pending:
+                        raise Busy
+                    state["in_flight"] += 1
+                    metrics.in_flight.set(state["in_flight"])
+                    admitted = True
+                    pending = call(parsed)
+                    del parsed
+            except TimeoutError:  # the body's share of memory did not come in time
+                raise Busy from None
+            answer, node = await _unless_gone(request, pending)
             headers[NODE_HEADER] = node
             status, content = 200, answer
         except BadRequest as e:
@@ -147,18 +223,19 @@ def build_app(
         return JSONResponse(content, status_code=status, headers=headers)
 
     async def run_code(request: Request) -> Response:
-        async def work(body):
-            parsed = parse_run_code(body, settings.limits)
-            return backend.run_code.remote(parsed)
+        def parse(body: Any) -> RunCodeRequest:
+            return parse_run_code(body, settings.limits)
 
-        return await handle(request, "run_code", work)
+        return await handle(request, "run_code", parse, backend.run_code.remote)
 
     async def judge(request: Request) -> Response:
-        async def work(body):
-            parsed = parse_judge(body, dataset, settings.reward)
+        def parse(body: Any) -> JudgeRequest:
+            return parse_judge(body, dataset, settings.reward, settings.limits, settings.python_checkers)
+
+        def call(parsed: JudgeRequest) -> _Recorded:
             return _Recorded(backend.judge.remote(parsed.problem, parsed.response), parsed.problem, settings)
 
-        return await handle(request, "judge", work)
+        return await handle(request, "judge", parse, call)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -221,17 +298,46 @@ def _authorize(request: Request, token: str | None) -> None:
         raise Unauthorized
 
 
-async def _read_body(request: Request, most: int) -> bytes:
+def _parsed(parse: Callable[[Any], Any], raw: bytes) -> Any:
+    return parse(parse_json(raw))
+
+
+def _declared_size(request: Request, most: int) -> int:
+    """The body's declared length (413 over `most`); `most` when none is declared (chunked)."""
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > most:
-        raise BadRequest(f"the body is {declared} bytes, over this service's limit of {most}", 413)
+    if declared is None:
+        return most
+    if not declared.isdigit():  # uvicorn refuses these first; kept for any other server
+        raise BadRequest(f"Content-Length: {declared[:40]!r} is not a number of bytes")
+    if len(declared) > 18 or int(declared) > most:
+        raise BadRequest(f"the body is {declared[:40]} bytes, over this service's limit of {most}", 413)
+    return int(declared)
+
+
+async def _read_body(request: Request, settings: ServiceSettings) -> bytes:
+    """The whole body, or 408 when it is slower than the settings allow, 413 when it grows too big."""
+    most = settings.limits.max_body_bytes
+    deadline = time.monotonic() + settings.body_timeout_s
     chunks, size = [], 0
-    async for chunk in request.stream():
+    stream = request.stream().__aiter__()
+    while True:
+        wait = min(settings.body_idle_s, deadline - time.monotonic())
+        try:
+            if wait <= 0:
+                raise TimeoutError
+            chunk = await asyncio.wait_for(anext(stream), wait)
+        except StopAsyncIteration:
+            return b"".join(chunks)
+        except TimeoutError:
+            raise BadRequest(
+                f"the body did not arrive in time ({size} bytes read; the service allows "
+                f"{settings.body_timeout_s:g} s for a body, with no gap over {settings.body_idle_s:g} s)",
+                408,
+            ) from None
         size += len(chunk)
         if size > most:
             raise BadRequest(f"the body is over this service's limit of {most} bytes", 413)
         chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def _unless_gone(request: Request, call: Any) -> tuple[Any, str]:

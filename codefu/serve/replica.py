@@ -28,7 +28,7 @@ class JudgeReplica:
         self.judge_ = Judge(config)
         self.workers = self.judge_.workers
 
-    def run_code(self, request: RunCodeRequest) -> dict[str, Any]:
+    def run_code(self, request: RunCodeRequest, cancel: threading.Event | None = None) -> dict[str, Any]:
         run = self.judge_.run_once(
             request.program,
             request.stdin,
@@ -36,6 +36,7 @@ class JudgeReplica:
             request.compile_timeout_s,
             request.files,
             output_chars=request.limits.file_size_bytes,
+            cancel=cancel,
         )
         return run_code_response(run, request.program.language)
 
@@ -54,21 +55,30 @@ class JudgeDeployment:
         self.replica = JudgeReplica(config)
         self.node = ray.util.get_node_ip_address()
         self.pool = ThreadPoolExecutor(self.replica.workers, thread_name_prefix="serve-judge")
+        self.running: set[threading.Event] = set()  # the cancel events of the calls in progress
 
     async def run_code(self, request: RunCodeRequest) -> tuple[dict[str, Any], str]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, self.replica.run_code, request), self.node
+        return await self._cancellable(self.replica.run_code, request), self.node
 
     async def judge(self, problem: Problem, response: str) -> tuple[Verdict, str]:
+        return await self._cancellable(self.replica.judge, problem, response), self.node
+
+    async def _cancellable(self, work: Any, *args: Any) -> Any:
+        """`work(*args, cancel)` on the pool; the call cancelled (its client left) sets `cancel`: the
+        test running is killed and no further one starts."""
         cancel = threading.Event()
+        self.running.add(cancel)
         loop = asyncio.get_running_loop()
         try:
-            verdict = await loop.run_in_executor(self.pool, self.replica.judge, problem, response, cancel)
+            return await loop.run_in_executor(self.pool, work, *args, cancel)
         except asyncio.CancelledError:
-            cancel.set()  # the running submission starts no more tests
+            cancel.set()
             raise
-        return verdict, self.node
+        finally:
+            self.running.discard(cancel)
 
     def __del__(self) -> None:  # Serve's shutdown hook: sandboxes closed, their processes reaped
+        for cancel in list(self.running):  # the service is stopping: no test waits out its limits
+            cancel.set()
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.replica.close()

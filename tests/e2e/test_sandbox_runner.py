@@ -349,3 +349,29 @@ def test_without_a_c_compiler_the_judge_falls_back_to_a_sandbox_per_test():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["None", "ACCEPTED"]
     assert "sandbox runner unavailable" in r.stderr and "no C compiler" in r.stderr
+
+
+def test_cancel_kills_the_running_test_at_once(judge):
+    # the service's client left: a test with 30 s of CPU allowed ends as soon as `cancel` is set,
+    # through /run_code's warm sandbox and through a submission's sandbox alike
+    spin = "while True:\n    pass"
+    limits = Limits(30, 91, 256 << 20, 1 << 20)
+    for run in (
+        lambda cancel: judge.run_once(Program("python", spin), "", limits, cancel=cancel),
+        lambda cancel: judge.judge(
+            Problem("spin", "", [], [TestCase("", "1\n")] * 3, time_limit_s=30), py(spin), cancel
+        ),
+    ):
+        cancel = threading.Event()
+        threading.Timer(1.0, cancel.set).start()
+        start = time.monotonic()
+        run(cancel)
+        assert time.monotonic() - start < 5  # 1 s, the kill, the reply; not 30 s of CPU, nor 3 tests
+
+
+def test_python_output_flood_is_the_output_limit_in_run_once(judge):
+    # Python ignores SIGXFSZ: its write fails with EFBIG and it exits 1, which is still the output limit
+    r = judge.run_once(
+        Program("python", "while True:\n    print('x' * 1000)"), "", Limits(5, 16, 256 << 20, 1 << 20)
+    )
+    assert r.run is not None and r.run.limit == "output", r

@@ -8,11 +8,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,19 @@ class Served:
         if token is not None:
             request.add_header("Authorization", f"Bearer {token}")
         return _send(request, 60, raw=path == "/metrics")
+
+    def upload(
+        self, path: str, declared: int, sent: bytes = b"", token: str | None = "default"
+    ) -> socket.socket:
+        """A raw connection that has sent a POST's headers (Content-Length `declared`) and the first bytes
+        of its body, `sent`, and then says nothing more: a stalled or slow client."""
+        url = urllib.parse.urlparse(self.url)
+        sock = socket.create_connection((url.hostname, url.port), timeout=60)
+        token = self.token if token == "default" else token
+        auth = f"Authorization: Bearer {token}\r\n" if token else ""
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}"
+        sock.sendall(f"{head}Content-Length: {declared}\r\n\r\n".encode() + sent)
+        return sock
 
     def pids(self) -> list[int]:
         """Every live process of the server (`processes_of`)."""
@@ -151,6 +166,18 @@ def processes_of(tmp: str, root: int | None = None) -> list[int]:
                 mine.add(child)
                 todo.append(child)
     return sorted(mine)
+
+
+def reply_of(sock: socket.socket, timeout: float) -> str:
+    """What the server answers on a raw connection (status line, headers, body) within `timeout`."""
+    sock.settimeout(timeout)
+    reply = b""
+    try:
+        while b"}" not in reply and (chunk := sock.recv(65536)):
+            reply += chunk
+    except TimeoutError:
+        pass
+    return reply.decode(errors="replace")
 
 
 def _has_ancestor(pid: int, ancestors: set[int]) -> bool:
