@@ -2,17 +2,20 @@
 
     cfg = load_config(RunConfig, "configs/cpu.yaml", ["rollout.n=4", "algo.kl_coef=0"])
 
-Every key is checked against the dataclass fields: an unknown key or a value of the wrong type is a
-`CodefuError` naming the dotted key (and the file), never a silent default. Values of overrides are
+Every key is checked against the dataclass fields: an unknown key or a value of the wrong type (NaN
+included) is a `CodefuError` naming the dotted key and where its value came from: the file as the user
+wrote it, or "command line" for a key an override set. Never a silent default. Values of overrides are
 parsed as YAML scalars (`4`, `0.5`, `true`, `null`, `[1, 2]`, `text`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
+from collections.abc import Callable
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
@@ -22,6 +25,9 @@ import yaml
 from codefu.errors import CodefuError
 
 T = TypeVar("T")
+#: Where the value of a dotted key came from, as an error message names it: a file, "command line".
+Source = str | Callable[[str], str]
+COMMAND_LINE = "command line"
 
 
 class _Yaml12Loader(yaml.SafeLoader):
@@ -48,20 +54,31 @@ def _parse_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
 
 
-def load_config(cls: type[T], path: str | Path | None = None, overrides: list[str] | None = None) -> T:
+def load_config(
+    cls: type[T],
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    *,
+    name: str | None = None,
+    check: Callable[[T], None] | None = None,
+) -> T:
+    """`cls` from the YAML file `path` (None: the defaults) and `key.sub=value` overrides. An error names
+    the file as `name` (default: `path` as given) or, for a key an override set, the command line.
+    `check` (range rules beyond types) runs on the result; its CodefuError, which must start with the
+    dotted key it is about ("trainer.lr must be > 0, got -1.0"), is named the same way."""
     data: dict[str, Any] = {}
-    source = "defaults"
+    file = "defaults" if path is None else name or str(path)
     if path is not None:
-        source = str(path)
         try:
             loaded = _parse_yaml(Path(path).read_text())
         except OSError as e:
-            raise CodefuError(f"{path}: cannot read config ({e.strerror})") from None
+            raise CodefuError(f"{file}: cannot read config ({e.strerror})") from None
         except yaml.YAMLError as e:
-            raise CodefuError(f"{path}: not valid YAML ({e})") from None
+            raise CodefuError(f"{file}: not valid YAML ({e})") from None
         if loaded is not None and not isinstance(loaded, dict):
-            raise CodefuError(f"{path}: a config must be a mapping of keys to values")
+            raise CodefuError(f"{file}: a config must be a mapping of keys to values")
         data = loaded or {}
+    overridden = []
     for item in overrides or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -71,7 +88,19 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: list[st
         except yaml.YAMLError:
             value = raw
         _set_dotted(data, key.strip(), value)
-    return from_dict(cls, data, source=source)
+        overridden.append(key.strip())
+
+    def source(key: str) -> str:
+        on_line = any(key == k or key.startswith((k + ".", k + "[")) for k in overridden)
+        return COMMAND_LINE if on_line else file
+
+    obj = from_dict(cls, data, source=source)
+    if check is not None:
+        try:
+            check(obj)
+        except CodefuError as e:
+            raise CodefuError(f"{source(_key_of(str(e)))}: {e}") from None
+    return obj
 
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -85,35 +114,53 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     node[leaf] = value
 
 
-def from_dict(cls: type[T], data: dict[str, Any], source: str = "config", prefix: str = "") -> T:
-    """Build dataclass `cls` from `data`, recursively; errors name the dotted key and the source."""
+def from_dict(cls: type[T], data: dict[str, Any], source: Source = "config", prefix: str = "") -> T:
+    """Build dataclass `cls` from `data`, recursively; errors name the dotted key and the source (one for
+    all keys, or a function of the dotted key)."""
     if not isinstance(data, dict):
-        raise CodefuError(f"{source}: {prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
+        key = prefix.rstrip(".") or "config"
+        raise CodefuError(f"{_where(source, key)}: {key} must be a mapping, got {data!r}")
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     hints = get_type_hints(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         known = ", ".join(sorted(fields))
-        raise CodefuError(f"{source}: unknown key {prefix}{unknown[0]} (known here: {known})")
+        key = prefix + unknown[0]
+        raise CodefuError(f"{_where(source, key)}: unknown key {key} (known here: {known})")
     required = [
         n
         for n, f in fields.items()
         if n not in data and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     ]
     if required:
-        raise CodefuError(f"{source}: {prefix}{required[0]} is required")
+        key = prefix + required[0]
+        raise CodefuError(f"{_where(source, key)}: {key} is required")
     kwargs = {name: _coerce(hints[name], value, source, prefix + name) for name, value in data.items()}
     try:
         obj = cls(**kwargs)
     except ValueError as e:  # a section's own check (__post_init__): "field must be ..."
-        message = str(e).removeprefix(f"{cls.__name__}: ")
-        raise CodefuError(f"{source}: {prefix}{message}") from None
+        message = prefix + str(e).removeprefix(f"{cls.__name__}: ")
+        key = _key_of(message)
+        name = key.removeprefix(prefix)
+        if name in data and message.startswith(f"{key} must be") and ", got " not in message:
+            message += f", got {data[name]!r}"  # the value, as every other error names it
+        raise CodefuError(f"{_where(source, key)}: {message}") from None
     for key, owner in getattr(cls, "DERIVED", {}).items():
         _check_derived(data, key, owner, obj, source, prefix)
     return obj
 
 
-def _check_derived(data: dict[str, Any], key: str, owner: str, obj: Any, source: str, prefix: str) -> None:
+def _where(source: Source, key: str) -> str:
+    return source if isinstance(source, str) else source(key)
+
+
+def _key_of(message: str) -> str:
+    """The dotted key a check's message starts with ("trainer.lr must be > 0, got -1.0")."""
+    match = re.match(r"[\w.]*", message)
+    return match.group() if match else ""
+
+
+def _check_derived(data: dict[str, Any], key: str, owner: str, obj: Any, source: Source, prefix: str) -> None:
     """A derived key (`cls.DERIVED`: key -> the key it follows) may be written only with its owner's value
     (saved configs of older versions hold both): anything else names the key the user wrote."""
     section, _, name = key.rpartition(".")
@@ -123,14 +170,14 @@ def _check_derived(data: dict[str, Any], key: str, owner: str, obj: Any, source:
     value = attrgetter(owner)(obj)
     if written[name] != value:
         raise CodefuError(
-            f"{source}: {prefix}{key} is not a setting of its own: it follows {prefix}{owner} "
-            f"(= {value!r}); write {prefix}{owner}: {written[name]!r} instead"
+            f"{_where(source, prefix + key)}: {prefix}{key} is not a setting of its own: it follows "
+            f"{prefix}{owner} (= {value!r}); write {prefix}{owner}: {written[name]!r} instead"
         )
 
 
-def _coerce(tp: Any, value: Any, source: str, key: str) -> Any:
+def _coerce(tp: Any, value: Any, source: Source, key: str) -> Any:
     def bad(expected: str) -> CodefuError:
-        return CodefuError(f"{source}: {key} must be {expected}, got {value!r}")
+        return CodefuError(f"{_where(source, key)}: {key} must be {expected}, got {value!r}")
 
     origin = get_origin(tp)
     if dataclasses.is_dataclass(tp):
@@ -174,7 +221,7 @@ def _coerce(tp: Any, value: Any, source: str, key: str) -> Any:
             raise bad("an integer")
         return value
     if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
             raise bad("a number")
         return float(value)
     if tp is str:

@@ -148,13 +148,13 @@ def test_fit_prompts_drops_long_prompts_and_refuses_when_none_fit(caplog):
     "overrides, message",
     [
         (["algo.estimator=a2c"], "algo.estimator"),
-        (["trainer.policy_loss=trpo"], "defaults: trainer.policy_loss must be one of"),
+        (["trainer.policy_loss=trpo"], "command line: trainer.policy_loss must be one of"),
         (
             ["trainer.policy_loss=cispo", "trainer.dual_clip=3"],
             "trainer.dual_clip is for policy_loss='ppo' only",
         ),
         (["trainer.policy_loss=gspo", "trainer.sp_degree=2"], "trainer.policy_loss='gspo' needs sp_degree 1"),
-        (["trainer.dual_clip=0.5"], "defaults: trainer.dual_clip must be > 1 or None"),
+        (["trainer.dual_clip=0.5"], "command line: trainer.dual_clip must be > 1 or None, got 0.5"),
         (["trainer.rollout_correction=tis"], "trainer.rollout_correction must be one of"),
         (["trainer.rollout_correction_threshold=1"], "rollout_correction_threshold must be > 1"),
         (
