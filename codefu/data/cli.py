@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from codefu.data.config import PrepareConfig, pair_sources, parse_buckets
 from codefu.data.prepare import prepare
 from codefu.data.sources import SOURCES
 from codefu.data.templates import available
+from codefu.errors import check_flags
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +56,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    check_flags(
+        args,
+        [
+            ("out", out.is_dir() or not out.exists(), "a folder (new or existing), not a file"),
+            ("max_tests", args.max_tests >= 1, ">= 1"),
+            ("max_test_bytes", args.max_test_bytes >= 1, ">= 1"),
+        ],
+    )
     first, *more = pair_sources(args.source, args.input)
     cfg = PrepareConfig(
         source=first.source,

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from codefu.errors import CodefuError
+from codefu.errors import CodefuError, check_flags
 from codefu.judge.checker import check_python_checkers
 from codefu.judge.judge import Judge, JudgeConfig
-from codefu.judge.rewards import REWARDS, compute_reward
+from codefu.judge.rewards import REWARDS, check_tested, compute_reward
 from codefu.judge.sandbox import SandboxConfig
 from codefu.types import Problem, Verdict
 
@@ -120,7 +120,16 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     from codefu.data.loader import load_problems
 
+    check_flags(
+        args,
+        [
+            ("workers", args.workers >= 0, ">= 0 (0: one per CPU)"),
+            ("max_tests", args.max_tests is None or args.max_tests >= 1, ">= 1"),
+            ("time_scale", args.time_scale > 0, "> 0"),
+        ],
+    )
     problems = load_problems(args.dataset)
+    check_tested(problems, args.reward, f"--dataset {args.dataset}")
     check_python_checkers(problems, args.python_checkers, args.dataset)
     subs = read_responses(Path(args.responses), problems)
     config = JudgeConfig(

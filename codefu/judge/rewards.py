@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from codefu.errors import CodefuError
 from codefu.types import Problem, Status, TestCase, Verdict
 
 TestSet = Literal["private", "public+private"]
@@ -97,3 +98,15 @@ def select_tests(problem: Problem, which: TestSet, max_tests: int | None, seed: 
     rest = [i for i in range(len(tests)) if i not in chosen]
     chosen.update(rng.sample(rest, max_tests - len(chosen)))
     return [tests[i] for i in sorted(chosen)]
+
+
+def check_tested(problems: Sequence[Problem], reward: str, source: str) -> None:
+    """CodefuError naming `source` (a dataset as the user gave it) and its first problem without any of
+    the tests `reward` is computed over: the judge could only answer SANDBOX_ERROR for it, every time."""
+    which = reward_spec(reward).tests
+    untested = [p.name for p in problems if not select_tests(p, which, None, 0)]
+    if untested:
+        more = f" (and {len(untested) - 1} more)" if len(untested) > 1 else ""
+        raise CodefuError(
+            f"{source}: problem {untested[0]!r}{more} has no {which} tests to judge with (reward {reward})"
+        )

@@ -19,6 +19,7 @@ import os
 import socket
 import sys
 
+from codefu.errors import check_flags
 from codefu.launcher.config import LaunchConfig
 from codefu.launcher.detect import SAGEMAKER_CONFIG, SOURCES, DetectOptions, detect
 from codefu.launcher.plan import with_resources
@@ -75,6 +76,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    a, port = args, "in 1..65535"
+    check_flags(
+        args,
+        [
+            ("port", 1 <= a.port <= 65535, port),
+            ("dashboard_port", 1 <= a.dashboard_port <= 65535, port),
+            ("metrics_export_port", 1 <= a.metrics_export_port <= 65535, port),
+            ("num_cpus", a.num_cpus is None or a.num_cpus >= 0, ">= 0"),
+            ("num_gpus", a.num_gpus is None or a.num_gpus >= 0, ">= 0"),
+            ("object_store_memory", a.object_store_memory is None or a.object_store_memory >= 1, ">= 1"),
+            ("join_timeout", a.join_timeout > 0, "> 0"),
+            ("nodes_timeout", a.nodes_timeout > 0, "> 0"),
+            ("head_lost_timeout", a.head_lost_timeout > 0, "> 0"),
+            ("release_timeout", a.release_timeout >= 0, ">= 0"),
+            ("stop_grace", a.stop_grace >= 0, ">= 0"),
+        ],
+    )
     cfg = LaunchConfig(
         port=args.port,
         dashboard_host=args.dashboard_host,

@@ -2,13 +2,21 @@
 other): the bundled default model, loading a causal LM (HF folder, GGUF, hub id), the dtype names, the flat
 weight buffers of weight sync, and tiny models for tests."""
 
-from codefu.models.bundled import SMOLLM2_FILE, smollm2_gguf
-from codefu.models.loading import DTYPE_BY_NAME, load_model, resolve_source, warn_if_slow_on_cpu
+from codefu.models.bundled import BUNDLED_NAME, SMOLLM2_FILE, smollm2_gguf
+from codefu.models.loading import (
+    DTYPE_BY_NAME,
+    load_model,
+    model_problem,
+    resolve_source,
+    warn_if_slow_on_cpu,
+)
 
 __all__ = [
+    "BUNDLED_NAME",
     "DTYPE_BY_NAME",
     "SMOLLM2_FILE",
     "load_model",
+    "model_problem",
     "resolve_source",
     "smollm2_gguf",
     "warn_if_slow_on_cpu",

@@ -8,6 +8,8 @@ from pathlib import Path
 from codefu.errors import CodefuError
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: What `trainer.model` and `codefu eval --model` call it.
+BUNDLED_NAME = "smollm2"
 
 
 def smollm2_gguf() -> Path:

@@ -10,6 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from codefu.errors import CodefuError
+from codefu.models.bundled import BUNDLED_NAME, smollm2_gguf
+
 log = logging.getLogger(__name__)
 
 DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -32,6 +35,50 @@ def resolve_source(model: str, gguf_file: str | None = None) -> tuple[str, str |
             raise FileNotFoundError(f"GGUF file {path} does not exist")
         return str(path.parent), path.name
     return model, gguf_file
+
+
+def model_problem(model: str, gguf_file: str | None = None) -> str | None:
+    """Why `model` names nothing `load_model` can load, or None when it does: `smollm2` (the bundled
+    model), a .gguf file, an HF model folder (config.json, or `gguf_file`, in it), or a hub id in the
+    local Hugging Face cache or, failing that, on the hub (one request: a typo, or a machine without
+    network, is told at once rather than after a download's retries). For the CLIs, before they start."""
+    if not model:
+        return "no model given: an HF folder, a .gguf file, a hub id or smollm2"
+    if model == BUNDLED_NAME:
+        try:
+            smollm2_gguf()
+        except CodefuError as e:
+            return str(e)
+        return None
+    path = Path(model)
+    if path.suffix == ".gguf":
+        return None if path.is_file() else "no such file"
+    if path.is_dir():
+        wanted = gguf_file or "config.json"
+        return None if (path / wanted).is_file() else f"not a model folder (no {wanted} in it)"
+    if path.exists():
+        return "not a model: give an HF model folder or a .gguf file"
+    return _hub_problem(model, gguf_file)
+
+
+def _hub_problem(repo_id: str, gguf_file: str | None) -> str | None:
+    from huggingface_hub import model_info, try_to_load_from_cache
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    missing = "no such file or folder"
+    try:
+        if isinstance(try_to_load_from_cache(repo_id, gguf_file or "config.json"), str):
+            return None
+    except ValueError:  # not a hub id's shape (an absolute path, two slashes, ...): a path after all
+        return missing
+    try:
+        model_info(repo_id, timeout=10)
+    except RepositoryNotFoundError:
+        return f"{missing}, nor a model of that name on the Hugging Face hub"
+    except Exception as e:  # offline, no network, the hub down: nothing says the model is there
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return f"{missing}, nor a model in the local Hugging Face cache (the hub is unreachable: {reason})"
+    return None
 
 
 def load_model(

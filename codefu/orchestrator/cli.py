@@ -20,14 +20,16 @@ from pathlib import Path
 
 from codefu.config import dump_yaml, load_config, to_dict
 from codefu.data.mixing import describe_train
-from codefu.errors import CodefuError
+from codefu.errors import CodefuError, check_flags
 from codefu.judge.checker import check_python_checkers
+from codefu.judge.rewards import check_tested
 from codefu.observability.run_log import ray_logging_options, route_worker_output, start_run_log
 from codefu.observability.trackers import flatten_config
-from codefu.orchestrator.config import RunConfig, check_run_config
+from codefu.orchestrator.config import RunConfig, check_models, check_run_config
 from codefu.types import Problem
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "cpu.yaml"
+DEFAULT_CONFIG_NAME = "configs/cpu.yaml"  # how messages name it: the user wrote no path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -49,18 +51,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_flags(args, [("max_steps", args.max_steps is None or args.max_steps >= 1, ">= 1")])
     if args.resume:
         run_dir = Path(args.resume)
         if not (run_dir / "config.yaml").exists():
             raise CodefuError(f"--resume {run_dir}: no config.yaml there (not a codefu run directory)")
-        cfg = load_config(RunConfig, run_dir / "config.yaml", args.overrides)
+        check_resumable(run_dir)
+        cfg = load_config(RunConfig, run_dir / "config.yaml", args.overrides, check=check_config)
     else:
-        cfg = load_config(RunConfig, args.config or DEFAULT_CONFIG, args.overrides)
+        config = args.config or DEFAULT_CONFIG
+        name = args.config or DEFAULT_CONFIG_NAME
+        cfg = load_config(RunConfig, config, args.overrides, name=name, check=check_config)
         run_dir = Path(args.run_dir or Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
         if (run_dir / "config.yaml").exists():
             raise CodefuError(f"{run_dir} already holds a run: use --resume {run_dir} or another --run-dir")
-    check_run_config(cfg)
     cfg = resolve_model(cfg)
+    train_problems, val_problems = load_splits(cfg)
+    from codefu.orchestrator.roles import JudgeScorer, run_layout
+
+    layout = run_layout(cfg)  # refuses resources the plan cannot place: still before the run directory
     run_dir.mkdir(parents=True, exist_ok=True)
     start_run_log(run_dir, verbose=args.verbose)
     text = dump_yaml(cfg)
@@ -70,12 +79,9 @@ def run(args: argparse.Namespace) -> int:
     import ray
 
     from codefu.orchestrator.loop import train
-    from codefu.orchestrator.roles import JudgeScorer, run_layout
 
-    train_problems, val_problems = load_splits(cfg)
     tokenizer = load_tokenizer(cfg)
     if not ray.is_initialized():
-        layout = run_layout(cfg)
         # phases take turns on a single machine: logical CPUs may exceed the cores
         # Ray starts workers at nice 15 (background work); here they are the job, and at 15 anything
         # else on the laptop starves generation and training (a local cluster only: env of the raylet)
@@ -100,6 +106,24 @@ def run(args: argparse.Namespace) -> int:
         scorer.close()
     print(f"run directory: {run_dir}")
     return 0
+
+
+def check_config(cfg: RunConfig) -> None:
+    """What `codefu train` refuses before it starts anything: values out of range, then models it cannot
+    find (each error starts with its key, so that load_config names where the value came from)."""
+    check_run_config(cfg)
+    check_models(cfg)
+
+
+def check_resumable(run_dir: Path) -> None:
+    """--resume needs a checkpoint: without one a session would start the run over."""
+    from codefu.orchestrator.loop import resume_point
+
+    if resume_point(run_dir) is None:
+        raise CodefuError(
+            f"--resume {run_dir}: no checkpoint to resume from (the run stopped before its first save); "
+            f"to start it over: codefu train --config {run_dir / 'config.yaml'} --run-dir NEW_DIR"
+        )
 
 
 def config_summary(cfg: RunConfig, run_dir: Path) -> str:
@@ -171,6 +195,7 @@ def _load(cfg: RunConfig, source: str, key: str) -> list[Problem]:
             raise CodefuError(f"{key}: {e}") from None
     if not problems:
         raise CodefuError(f"{key}: {source} holds no problems")
+    check_tested(problems, cfg.algo.reward, f"{key}: {source}")
     check_python_checkers(problems, cfg.judge.python_checkers, f"{key}: {source}")
     for p in problems:
         if p.prompt is None:

@@ -13,6 +13,7 @@ from codefu.data.difficulty import DifficultyConfig
 from codefu.data.mixing import TrainSource, check_train
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
+from codefu.judge.rewards import REWARDS
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.layout import ResourcesConfig
 from codefu.rollout.engine import EngineSettings
@@ -199,7 +200,7 @@ class RunConfig:
 
 def check_run_config(cfg: RunConfig) -> None:
     """A CodefuError naming the first key whose value is out of range (the loader checks only types)."""
-    d, r, lp, a, c = cfg.data, cfg.rollout, cfg.loop, cfg.algo, cfg.critic
+    d, r, lp, a, c, t, j = cfg.data, cfg.rollout, cfg.loop, cfg.algo, cfg.critic, cfg.trainer, cfg.judge
     rules = [
         ("data.prompts_per_step", d.prompts_per_step >= 1, ">= 1"),
         ("data.val_fraction", 0 <= d.val_fraction < 1, "in [0, 1)"),
@@ -228,12 +229,30 @@ def check_run_config(cfg: RunConfig) -> None:
         ("algo.kl_reward_coef", a.kl_reward_coef >= 0, ">= 0 (0: off)"),
         # a per-token KL reward needs per-token advantages: only GAE takes them
         ("algo.kl_reward_coef", a.kl_reward_coef == 0 or a.estimator == "ppo", "0 unless estimator is ppo"),
+        ("algo.reward", a.reward in REWARDS, "one of " + ", ".join(REWARDS)),
+        ("trainer.lr", t.lr > 0, "> 0"),
+        ("trainer.betas", len(t.betas) == 2 and all(0 <= b < 1 for b in t.betas), "two numbers in [0, 1)"),
+        ("trainer.adam_eps", t.adam_eps > 0, "> 0"),
+        ("trainer.weight_decay", t.weight_decay >= 0, ">= 0"),
+        ("trainer.total_steps", t.total_steps >= 0, ">= 0"),
+        ("trainer.min_lr_ratio", 0 <= t.min_lr_ratio <= 1, "in [0, 1]"),
+        ("trainer.clip_low", t.clip_low >= 0, ">= 0"),
+        ("trainer.clip_high", t.clip_high >= 0, ">= 0"),
+        ("trainer.kl_coef", t.kl_coef >= 0, ">= 0 (0: off)"),
+        ("trainer.norm_length", t.norm_length >= 0, ">= 0 (0: the batch's padded length)"),
+        ("trainer.logprob_chunk_tokens", t.logprob_chunk_tokens >= 1, ">= 1"),
+        ("trainer.uncheckpointed_layers", t.uncheckpointed_layers >= 0, ">= 0"),
         (
             "trainer.rollout_correction",
             cfg.trainer.rollout_correction == "none" or a.recompute_logprobs or cfg.trainer.ppo_epochs == 1,
             "none with algo.recompute_logprobs false and trainer.ppo_epochs > 1 (pi_old comes from the "
             "update's first forward then)",
         ),
+        ("judge.max_tests", j.max_tests is None or j.max_tests >= 1, ">= 1 or null (all)"),
+        ("judge.workers", j.workers >= 0, ">= 0 (0: one per CPU)"),
+        ("judge.time_scale", j.time_scale > 0, "> 0"),
+        ("judge.wall_scale", j.wall_scale > 0, "> 0"),
+        ("judge.python_time_scale", j.python_time_scale > 0, "> 0"),
         ("critic.lr", c.lr > 0, "> 0"),
         ("critic.value_clip", c.value_clip is None or c.value_clip >= 0, ">= 0 or null"),
         ("critic.pretrain_steps", c.pretrain_steps >= 0, ">= 0"),
@@ -248,3 +267,16 @@ def check_run_config(cfg: RunConfig) -> None:
             raise CodefuError(f"{key} must be {expected}, got {value!r}")
     d.difficulty.check("data.difficulty")
     check_train(d.train, "data.train")
+
+
+def check_models(cfg: RunConfig) -> None:
+    """A CodefuError naming trainer.model (or critic.model) when it names no model found on disk, in the
+    Hugging Face cache or on the hub (codefu.models.model_problem): before a run starts anything."""
+    from codefu.models import model_problem
+
+    for key, model, gguf_file in [
+        ("trainer.model", cfg.trainer.model, cfg.trainer.gguf_file),
+        ("critic.model", cfg.critic.model, None),
+    ]:
+        if model is not None and (problem := model_problem(model, gguf_file)):
+            raise CodefuError(f"{key} {model}: {problem}")

@@ -56,12 +56,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codefu.errors import CodefuError
+from codefu.errors import CodefuError, check_flags
 from codefu.judge.checker import check_python_checkers
 from codefu.judge.cli import add_python_checker_flag
 from codefu.judge.judge import Judge, JudgeConfig
-from codefu.judge.rewards import REWARDS
+from codefu.judge.rewards import REWARDS, check_tested
 from codefu.judge.sandbox import SandboxConfig
+from codefu.models import model_problem
 from codefu.observability.passk import by_bucket, paired_difference, pass_at_k_ci, pass_at_k_table
 from codefu.types import Problem
 
@@ -230,6 +231,17 @@ def format_turns(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def parse_ks(text: str, n: int) -> list[int]:
+    """The k values of `--k 1,8`, sorted (pure); CodefuError unless each is an integer in 1..n."""
+    try:
+        ks = sorted({int(k) for k in text.split(",")})
+    except ValueError:
+        ks = []
+    if not ks or ks[0] < 1 or ks[-1] > n:
+        raise CodefuError(f"--k {text}: must be comma-separated integers between 1 and --n {n}")
+    return ks
+
+
 def split_names(path: str, split: str | None) -> list[str]:
     """The problem names of a split file: a JSON list of names, or an object of such lists with `split`
     naming one. CodefuError naming the file for anything else."""
@@ -365,22 +377,23 @@ def print_table(
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING)
-    ks = sorted({int(k) for k in args.k.split(",")})
-    if not ks or ks[0] < 1 or ks[-1] > args.n:
-        raise CodefuError(f"--k {args.k}: every k must be between 1 and --n {args.n}")
-    if not 0.0 < args.top_p <= 1.0:
-        raise CodefuError(f"--top-p {args.top_p}: must be in (0, 1]")
-    if args.top_k < 0:
-        raise CodefuError(f"--top-k {args.top_k}: must be >= 0 (0: off)")
-    if args.temperature <= 0:
-        raise CodefuError(f"--temperature {args.temperature}: must be > 0")
+    ks = parse_ks(args.k, args.n)
+    check_flags(
+        args,
+        [
+            ("max_problems", args.max_problems is None or args.max_problems >= 1, ">= 1"),
+            ("max_new_tokens", args.max_new_tokens >= 1, ">= 1"),
+            ("temperature", args.temperature > 0, "> 0"),
+            ("top_p", 0.0 < args.top_p <= 1.0, "in (0, 1]"),
+            ("top_k", args.top_k >= 0, ">= 0 (0: off)"),
+            ("batch_size", args.batch_size >= 1, ">= 1"),
+            # the comparison with sampling draws --turns of the n first turns
+            ("turns", 1 <= args.turns <= args.n, f"between 1 and --n {args.n}"),
+            ("out", args.out is None or not Path(args.out).is_dir(), "a file to write, not a folder"),
+        ],
+    )
     if args.split is not None and args.split_file is None:
         raise CodefuError("--split needs --split-file")
-    if not 1 <= args.turns <= args.n:
-        raise CodefuError(
-            f"--turns {args.turns}: must be between 1 and --n {args.n} (the comparison with "
-            "sampling draws --turns of the n first turns)"
-        )
     from codefu.data.loader import load_problems
     from codefu.data.starter import load_starter_problems
 
@@ -404,6 +417,13 @@ def run(args: argparse.Namespace) -> int:
     problems = problems[: args.max_problems]
     if not problems:
         raise CodefuError(f"no problems to evaluate in {args.dataset}")
+    check_tested(problems, args.reward, f"--dataset {args.dataset}")
+    models = [("--model", args.model)]
+    if args.baseline is not None and not args.baseline.endswith(".json"):
+        models.append(("--baseline", args.baseline))
+    for flag, model in models:
+        if problem := model_problem(model):
+            raise CodefuError(f"{flag} {model}: {problem}")
     for p in problems:
         if p.prompt is None:
             p.preferred_language = args.language

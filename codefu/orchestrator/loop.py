@@ -76,6 +76,18 @@ class Sampled:
 FINAL_MODEL = "model"  # RUN_DIR/model: the run's final model in HF format
 
 
+def resume_point(run_dir: Path) -> Path | None:
+    """The checkpoint a session in `run_dir` continues from; None: there is none (a new run). CodefuError
+    for a finished run that kept no resumable state."""
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")
+    if checkpoint is None and (run_dir / FINAL_MODEL / EXPORT_MARKER).exists():
+        raise CodefuError(
+            f"{run_dir} is a finished run that kept no resumable state (loop.keep_final_state: false); "
+            f"its model is {run_dir / FINAL_MODEL}: start a new run from it (trainer.model) to train on"
+        )
+    return checkpoint
+
+
 def train(
     cfg: RunConfig,
     run_dir: Path,
@@ -92,12 +104,7 @@ def train(
     plan = EpisodePlan.of(cfg.rollout, tokenizer)
     train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
-    checkpoint = latest_checkpoint(run_dir / "checkpoints")
-    if checkpoint is None and (run_dir / FINAL_MODEL / EXPORT_MARKER).exists():
-        raise CodefuError(
-            f"{run_dir} is a finished run that kept no resumable state (loop.keep_final_state: false); "
-            f"its model is {run_dir / FINAL_MODEL}: start a new run from it (trainer.model) to train on"
-        )
+    checkpoint = resume_point(run_dir)
     roles = Roles(cfg)
     difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, difficulty)  # one or a mix

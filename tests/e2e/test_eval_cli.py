@@ -325,4 +325,4 @@ def test_eval_rejects_bad_k(tmp_path):
         text=True,
         timeout=120,
     )
-    assert r.returncode == 2 and "every k must be between 1 and --n 2" in r.stderr
+    assert r.returncode == 2 and "--k 1,4: must be comma-separated integers between 1 and --n 2" in r.stderr
