@@ -3,12 +3,14 @@
     codefu report RUN_DIR [--out FILE]
 
 Reads RUN_DIR/metrics.jsonl, config.yaml and checkpoints/; works on a finished run and on one still
-running (run it again to refresh). Writes RUN_DIR/report.html unless --out says otherwise.
+running (run it again to refresh). Writes RUN_DIR/report.html unless --out says otherwise. Unreadable
+lines of metrics.jsonl are skipped with a warning naming them (FILE:LINE); none readable is an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +26,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codefu.observability.report import write_report
+    from codefu.observability.report import load_run, skipped_lines, write_report
 
-    print(write_report(args.run_dir, args.out))
+    data = load_run(args.run_dir)
+    if data.skipped:
+        print(f"codefu report: warning: {skipped_lines(data)}", file=sys.stderr)
+    print(write_report(data, args.out))
     return 0

@@ -4,7 +4,8 @@ the training pass rate per dataset source (a run mixing datasets), validation pa
 interval where the run logs one), the verdict mix, response length, KL / entropy / clip fraction, time per
 phase, throughput, and the config it ran with.
 
-It reads only files: RUN_DIR/metrics.jsonl (a torn last line of a run still writing is skipped),
+It reads only files: RUN_DIR/metrics.jsonl (a torn last line of a run still writing is skipped; other
+unreadable lines are skipped too, their numbers kept in `RunData.skipped` for a warning),
 RUN_DIR/config.yaml and the step numbers under RUN_DIR/checkpoints/, so it works on a finished run and
 on one still running (the page says which). The page is written through a temporary file and a rename:
 a browser reloading it never sees half a page.
@@ -29,7 +30,7 @@ import yaml
 from codefu.errors import CodefuError
 from codefu.observability import metrics as M
 from codefu.observability.passk import ci_keys
-from codefu.observability.sinks import METRICS_FILE, read_metrics
+from codefu.observability.sinks import METRICS_FILE, read_metrics_checked
 
 CONFIG_FILE = "config.yaml"
 REPORT_FILE = "report.html"
@@ -59,6 +60,7 @@ class RunData:
     config: dict[str, Any] = field(default_factory=dict)
     checkpoints: list[int] = field(default_factory=list)
     mtime: float | None = None  # when metrics.jsonl was last written
+    skipped: list[int] = field(default_factory=list)  # unreadable lines of metrics.jsonl (from 1)
 
 
 def load_run(run_dir: str | os.PathLike[str]) -> RunData:
@@ -69,9 +71,12 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     metrics, config = root / METRICS_FILE, root / CONFIG_FILE
     if not metrics.exists() and not config.exists():
         raise CodefuError(f"{root}: not a codefu run directory (neither {METRICS_FILE} nor {CONFIG_FILE})")
-    data = RunData(root, read_metrics(metrics) if metrics.exists() else [])
+    data = RunData(root, [])
     if metrics.exists():
+        data.records, data.skipped = read_metrics_checked(metrics)
         data.mtime = metrics.stat().st_mtime
+        if data.skipped and not data.records:
+            raise CodefuError(f"{metrics}: no readable line ({skipped_lines(data)})")
     if config.exists():
         data.config_text = config.read_text()
         try:
@@ -85,6 +90,14 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
         if (m := re.fullmatch(r"step_(\d+)", p.name)) and p.is_dir()
     )
     return data
+
+
+def skipped_lines(data: RunData, shown: int = 5) -> str:
+    """'2 unreadable lines skipped: runs/a/metrics.jsonl:3, runs/a/metrics.jsonl:7' (the first `shown`)."""
+    where = [f"{data.run_dir / METRICS_FILE}:{n}" for n in data.skipped[:shown]]
+    more = f" and {len(data.skipped) - shown} more" if len(data.skipped) > shown else ""
+    plural = "s" if len(data.skipped) > 1 else ""
+    return f"{len(data.skipped)} unreadable line{plural} skipped: {', '.join(where)}{more}"
 
 
 def series(records: Sequence[Mapping[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -601,9 +614,12 @@ def render_html(
     return "\n".join(parts)
 
 
-def write_report(run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> Path:
-    """Render the report of `run_dir` to `out` (default RUN_DIR/report.html); returns the path."""
-    data = load_run(run_dir)
+def write_report(
+    run_dir: str | os.PathLike[str] | RunData, out: str | os.PathLike[str] | None = None
+) -> Path:
+    """Render the report of `run_dir` (or of its files, loaded) to `out` (default RUN_DIR/report.html);
+    returns the path."""
+    data = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     page = render_html(data, render_plots(data.records))
     path = Path(out) if out is not None else data.run_dir / REPORT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

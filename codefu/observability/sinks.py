@@ -50,42 +50,53 @@ class SinkBase:
         pass
 
 
-def _load(path: Path) -> tuple[list[dict[str, Any]], bool]:
-    """The records of a metrics file by step (the last of duplicate steps wins) and whether the file was
-    clean: every line a JSON object with an integer `step`, in increasing order, ending with a newline."""
+def _load(path: Path) -> tuple[list[dict[str, Any]], bool, list[int]]:
+    """The records of a metrics file by step (the last of duplicate steps wins), whether the file was
+    clean (every line a JSON object with an integer `step`, in increasing order, ending with a newline),
+    and the numbers (from 1) of the lines skipped as unreadable, a torn last line left out."""
     if not path.exists():
-        return [], True
+        return [], True, []
     data = path.read_bytes()
     clean = not data or data.endswith(b"\n")
+    lines = data.split(b"\n")
     by_step: dict[int, dict[str, Any]] = {}
+    skipped: list[int] = []
     last = None
-    for raw in data.split(b"\n"):
+    for number, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
         try:
             rec = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            clean = False  # a torn line: a write cut short by a kill
-            continue
+            rec = None
         step = rec.get("step") if isinstance(rec, dict) else None
         if not isinstance(step, int) or isinstance(step, bool):
             clean = False
+            if number < len(lines):  # the last line has no newline: a write cut short by a kill
+                skipped.append(number)
             continue
         if last is not None and step <= last:
             clean = False
         last = step
         by_step[step] = rec
-    return [by_step[s] for s in sorted(by_step)], clean
+    return [by_step[s] for s in sorted(by_step)], clean, skipped
 
 
 def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The records of a `metrics.jsonl` (or a run directory holding one), in step order; a torn or
     malformed line is skipped, and of duplicate steps the last written is kept. Non-finite values were
     written as null and read back as None."""
+    return read_metrics_checked(path)[0]
+
+
+def read_metrics_checked(path: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    """`read_metrics`, and the numbers (from 1) of the lines it skipped as unreadable (not counting a torn
+    last line, which a run still writing may show)."""
     p = Path(path)
     if p.is_dir():
         p = p / METRICS_FILE
-    return _load(p)[0]
+    records, _, skipped = _load(p)
+    return records, skipped
 
 
 def _fsync_dir(path: Path) -> None:
@@ -124,7 +135,7 @@ class JsonlSink(SinkBase):
     def __init__(self, run_dir: str | os.PathLike[str], resume_step: int | None = None) -> None:
         self.path = Path(run_dir) / METRICS_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        records, clean = _load(self.path)
+        records, clean, _ = _load(self.path)
         if resume_step is not None:
             records = [r for r in records if r["step"] <= resume_step]
         if resume_step is not None or not clean:
