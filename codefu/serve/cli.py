@@ -12,19 +12,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
+import resource
 import signal
 from dataclasses import replace
 
-from codefu.errors import CodefuError
+from codefu.errors import CodefuError, check_flags
 from codefu.judge.checker import check_python_checkers
 from codefu.judge.cli import add_python_checker_flag
-from codefu.judge.rewards import REWARDS
+from codefu.judge.rewards import REWARDS, check_tested
 from codefu.serve.protocol import ServiceLimits
 
 APP_NAME = "codefu-judge"
-SHUTDOWN_TIMEOUT_S = 60
+# SIGTERM to exit within 30 s: requests in flight get REQUESTS_SHUTDOWN_S to be answered (then their
+# sandboxes are killed), Serve SHUTDOWN_TIMEOUT_S to stop the replicas, Ray the rest
+REQUESTS_SHUTDOWN_S = 10
+REPLICA_SHUTDOWN_S = 5
+SHUTDOWN_TIMEOUT_S = 12
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -65,16 +71,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for flag in ("replicas", "max_pending", "port"):
-        if getattr(args, flag) < 0:
-            raise CodefuError(f"--{flag.replace('_', '-')} must be >= 0, got {getattr(args, flag)}")
-    if args.port > 65535:
-        raise CodefuError(f"--port must be at most 65535, got {args.port}")
+    check_flags(
+        args,
+        [
+            ("port", 0 <= args.port <= 65535, "in 0..65535 (0: any free one)"),
+            ("replicas", args.replicas >= 0, ">= 0 (0: one per node)"),
+            ("cpus_per_replica", args.cpus_per_replica >= 0, ">= 0 (0: the smallest node's)"),
+            ("max_pending", args.max_pending >= 0, ">= 0 (0: 32 per judge CPU, >= 256)"),
+            ("max_body_mb", args.max_body_mb > 0, "> 0"),
+            ("max_run_timeout", args.max_run_timeout > 0, "> 0"),
+            ("time_scale", args.time_scale > 0, "> 0"),
+            ("max_tests", args.max_tests is None or args.max_tests >= 1, ">= 1"),
+        ],
+    )
     dataset = None
     if args.dataset:
         from codefu.data.loader import load_problems
 
         dataset = load_problems(args.dataset)
+        check_tested(dataset, args.reward, f"--dataset {args.dataset}")
         check_python_checkers(dataset, args.python_checkers, args.dataset)
     token = args.token or os.environ.get("CODEFU_SERVE_TOKEN") or None
     previous = signal.signal(signal.SIGTERM, _interrupt)  # while starting: stop as on Ctrl-C
@@ -93,12 +108,22 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
     import uvicorn
     from ray import serve
 
-    from codefu.judge.judge import JudgeConfig
-    from codefu.judge.sandbox import SandboxConfig
+    from codefu.judge.judge import JudgeConfig, sweep_run_dirs
+    from codefu.judge.sandbox import SandboxConfig, check_reachable, make_work_dir
     from codefu.serve.app import ServiceSettings, build_app
     from codefu.serve.replica import JudgeDeployment
 
+    sandbox = SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap")
+    work_dir = make_work_dir(None)
+    check_reachable(work_dir, sandbox)  # here, with a clear message, not as a replica's traceback
+    _return_freed_memory()
+    _raise_open_files_limit()
     joining = bool(os.environ.get("RAY_ADDRESS"))  # a `codefu launch` cluster; else a Ray of our own
+    auth = os.environ.get("RAY_AUTH_MODE", "token")
+    if not joining and auth.lower() != "token":  # Ray's ports listen on every interface (docs/serve.md)
+        logging.getLogger(__name__).warning(
+            "RAY_AUTH_MODE=%s: the service's Ray accepts peers without its token on every interface", auth
+        )
     ray.init(
         address="auto" if joining else None,
         log_to_driver=False,
@@ -120,7 +145,7 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             workers=workers,
             judge_identical_once=False,
             python_checkers=args.python_checkers,
-            sandbox=SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap"),
+            sandbox=sandbox,
         )
         # clients such as verl's send one request per test case, 64 at once, and do not retry a 503
         max_pending = args.max_pending or max(256, 32 * workers * replicas)
@@ -134,7 +159,7 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             # cost CPU and left work idle (docs/benchmarks.md)
             max_ongoing_requests=max_pending,
             max_queued_requests=max_pending,
-            graceful_shutdown_timeout_s=30,
+            graceful_shutdown_timeout_s=REPLICA_SHUTDOWN_S,
         )
         handle = serve.run(deployment.bind(judge), name=APP_NAME, route_prefix=None)
 
@@ -162,8 +187,11 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             host=args.host,
             port=args.port,
             log_level="warning",
-            timeout_graceful_shutdown=30,
+            timeout_graceful_shutdown=REQUESTS_SHUTDOWN_S,
             lifespan="off",
+            # connections (idle keep-alives and stalled uploads included) past which new ones get 503:
+            # room for max_pending requests in the replicas and as many again arriving
+            limit_concurrency=4 * max_pending,
         )
         server = _server_class()(config)
         announce = asyncio.create_task(_announce(server, args.host))
@@ -177,6 +205,27 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             logging.getLogger(__name__).warning("Serve did not shut down in %d s", SHUTDOWN_TIMEOUT_S)
         finally:
             ray.shutdown()
+            sweep_run_dirs(work_dir)  # the folders of replicas that did not close in time
+
+
+def _return_freed_memory() -> None:
+    """glibc keeps freed memory for reuse, raising its mmap threshold after each large free: a front
+    that parsed a few 60 MB bodies would hold gigabytes. A fixed threshold gives large blocks (bodies,
+    their strings) back to the system when freed."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to tune
+        return
+    m_mmap_threshold = -3
+    libc.mallopt(m_mmap_threshold, 256 << 10)
+
+
+def _raise_open_files_limit() -> None:
+    """Each client holds a socket: the soft limit raised to the hard one (at most 65,536)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1 << 16 if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
 def _server_class():

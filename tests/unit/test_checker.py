@@ -7,6 +7,7 @@ import pytest
 
 from codefu.data.schema import SCHEMA, problem_to_row, row_to_problem
 from codefu.data.sources.jsonl import RowError, parse_problem
+from codefu.errors import CodefuError
 from codefu.judge.checker import (
     CHECKER_MESSAGE_CHARS,
     check_python_checkers,
@@ -17,7 +18,6 @@ from codefu.judge.checker import (
     python_checker_refusal,
     tokens_match,
 )
-from codefu.errors import CodefuError
 from codefu.judge.rewards import compute_reward
 from codefu.types import CheckerSpec, Problem, Status, TestCase, Verdict, checker_files_error
 from helpers.hostile_checkers import DANGEROUS_CHECKERS
