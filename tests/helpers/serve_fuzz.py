@@ -26,11 +26,13 @@ from typing import Any
 
 AB_PY = "a, b = map(int, input().split())\nprint(a + b)"
 RESPONSE = f"```python\n{AB_PY}\n```"
-NO_CODE = "I give up."  # judged without running anything (NO_CODE): for bodies whose problem is large
+# judged without running anything (NO_CODE): the response of the bodies that mutate one field each, which
+# are about parsing (posted, the ~1,300 of them that parse would each run a program: a minute on 2 cores)
+NO_CODE = "I give up."
 TESTS = [{"input": "1 2\n", "output": "3\n"}, {"input": "5 7\n", "output": "12\n"}]
 
 # import paths a dataset row or a request could name as a python checker, called f(input, expected, actual)
-# in the judge's own process: each could run a test's strings as code or touch the host's files
+# in the judge's own process, outside the sandbox: none may be importable from a request
 DANGEROUS_CHECKERS = (
     "timeit:timeit",  # timeit(stmt=input, setup=expected, ...) executes `setup`
     "builtins:exec",
@@ -41,8 +43,8 @@ DANGEROUS_CHECKERS = (
     "os:symlink",  # symlink(input, expected): a link at a path the test names
     "os:execl",  # execl(input, expected, actual): the replica becomes another program
     "shutil:rmtree",  # rmtree(input, ...): deletes a folder the test names
-    "shutil:copyfile",  # copyfile(input, expected): writes a file the test names
-    "shutil:move",
+    "shutil:copyfile",
+    "shutil:move",  # move(input, expected): a file the test names moves to where it says
     "pickle:loads",
     "os:remove",
     "runpy:run_path",
@@ -51,6 +53,9 @@ DANGEROUS_CHECKERS = (
     "codefu.judge.checker:tokens_any_order:x",
     "codefu.judge.checker:load_python_checker",
 )
+# those that, called so with the corpus' tests, do the harm (tests/unit/test_serve_fuzz.py shows it in a
+# temporary folder); the others raise on that call, which is luck, not safety
+HARMFUL_CHECKERS = ("timeit:timeit", "os:symlink", "shutil:rmtree", "shutil:move")
 BUILTIN_CHECKER = "codefu.judge.checker:tokens_any_order"
 
 _RAW = "\x01RAW:"  # a string value starting so stands for its literal JSON text (NaN, 1e400, ...)
@@ -130,14 +135,16 @@ def ground_truth() -> dict[str, Any]:
     }
 
 
-def judge_problem_body(**problem_fields: Any) -> dict[str, Any]:
-    return {"response": RESPONSE, "problem": {**problem(), **problem_fields}}
+def judge_problem_body(response: str = RESPONSE, **problem_fields: Any) -> dict[str, Any]:
+    return {"response": response, "problem": {**problem(), **problem_fields}}
 
 
-def judge_ground_truth_body(as_text: bool = False, **extra_info: Any) -> dict[str, Any]:
+def judge_ground_truth_body(
+    as_text: bool = False, response: str = RESPONSE, **extra_info: Any
+) -> dict[str, Any]:
     gt = ground_truth()
     return {
-        "response": RESPONSE,
+        "response": response,
         "ground_truth": dumps(gt) if as_text else gt,
         "extra_info": {"language": "python", "statement": "Print a+b.", **extra_info},
         "data_source": "fuzz",
@@ -324,40 +331,41 @@ VALUES: tuple[Any, ...] = (
 
 
 def _field_paths() -> dict[str, list[tuple[str, dict[str, Any], tuple]]]:
-    """(endpoint, body, path) of every field the parsers read, grouped by what holds them."""
+    """(endpoint, body, path) of every field the parsers read, grouped by what holds them. A checker or a
+    function spec is only in the bodies whose mutations are about it: posted, most bodies that still
+    parse are judged, and a checker program doubles the runs."""
     run = run_code_body()
     checker = {"kind": "program", "language": "python", "source": "print('ok')", "files": {"testlib.h": "//"}}
-    inline = judge_problem_body(checker=checker)
-    gt_obj = judge_ground_truth_body(
-        checker=checker,
-        function={"entry_point": "f", "starter_code": "def f(x):", "unwrap_singleton": False},
-    )
-    gt_text = judge_ground_truth_body(as_text=True, checker=dumps(checker))
+    function = {"entry_point": "f", "starter_code": "def f(x):", "unwrap_singleton": False}
+    inline, inline_checker = judge_problem_body(NO_CODE), judge_problem_body(NO_CODE, checker=checker)
+    gt_obj, gt_text = judge_ground_truth_body(False, NO_CODE), judge_ground_truth_body(True, NO_CODE)
+    gt_checker = judge_ground_truth_body(False, NO_CODE, checker=checker)
+    gt_function = judge_ground_truth_body(False, NO_CODE, function=function)
+    gt_checker_text = judge_ground_truth_body(True, NO_CODE, checker=dumps(checker))
     out: dict[str, list[tuple[str, dict[str, Any], tuple]]] = {}
     out["run_code"] = [("run_code", run, (k,)) for k in [*run, "x-unknown"]]
     out["run_code"] += [("run_code", _with(run, ("files",), {"a.txt": "aGk="}), ("files", "a.txt"))]
-    only = {"response": RESPONSE}
+    only = {"response": NO_CODE}
     out["judge"] = [("judge", inline, (k,)) for k in ("response", "reward", "extra_info", "data_source")]
     out["judge"] += [("judge", only, (k,)) for k in ("name", "index", "problem", "ground_truth")]
     problem_keys = [*inline["problem"], "private_tests", "prompt", "extra", "source", "split", "input_file"]
     problem_keys += ["solutions", "generated_tests", "x-unknown"]
     out["problem"] = [("judge", inline, ("problem", k)) for k in problem_keys]
     out["problem"] += [("judge", inline, ("problem", "tests", 0, k)) for k in ("input", "output")]
-    out["problem"] += [("judge", inline, ("problem", "tests", 0))]
-    out["problem"] += [("judge", inline, ("problem", "checker", k)) for k in ("kind", "source", "language")]
-    out["problem"] += [("judge", inline, ("problem", "checker", "files"))]
-    out["problem"] += [("judge", inline, ("problem", "checker", "files", "testlib.h"))]
+    out["problem"] += [("judge", inline, ("problem", "tests", 0)), ("judge", inline, ("problem", "checker"))]
+    checker_keys = [("kind",), ("source",), ("language",), ("files",), ("files", "testlib.h")]
+    out["problem"] += [("judge", inline_checker, ("problem", "checker", *k)) for k in checker_keys]
     gt_keys = [*ground_truth(), "inputs", "outputs", "input", "output", "rating"]
     gt_keys = [(k,) for k in gt_keys] + [("time_limit", "seconds"), ("time_limit", "nanos")]
     gt_keys += [("private_tests", "input"), ("private_tests", "output"), ("private_tests", "input", 0)]
     out["ground_truth"] = [("judge", gt_obj, ("ground_truth", *k)) for k in gt_keys]
     out["ground_truth"] += [("judge", gt_text, ("ground_truth", "~text", *k)) for k in gt_keys]
     extra_keys = [("language",), ("statement",), ("source_id",), ("checker",), ("function",)]
-    extra_keys += [("checker", k) for k in ("kind", "source", "language", "files")]
-    extra_keys += [("function", k) for k in ("entry_point", "starter_code", "unwrap_singleton")]
     out["extra_info"] = [("judge", gt_obj, ("extra_info", *k)) for k in extra_keys]
+    out["extra_info"] += [("judge", gt_checker, ("extra_info", "checker", *k)) for k in checker_keys]
+    out["extra_info"] += [("judge", gt_function, ("extra_info", "function", k)) for k in function]
     out["extra_info"] += [
-        ("judge", gt_text, ("extra_info", "checker", "~text", k)) for k in ("kind", "source")
+        ("judge", gt_checker_text, ("extra_info", "checker", "~text", k)) for k in ("kind", "source", "files")
     ]
     return out
 
@@ -390,14 +398,15 @@ def number_cases() -> Iterator[Case]:
     fields = [
         ("run_code", run_code_body(), (k,)) for k in ("compile_timeout", "run_timeout", "memory_limit_MB")
     ]
-    fields += [("judge", {"response": RESPONSE}, ("index",))]
-    inline = judge_problem_body()
+    fields += [("judge", {"response": NO_CODE}, ("index",))]
+    inline = judge_problem_body(NO_CODE)
     fields += [("judge", inline, ("problem", k)) for k in ("time_limit_s", "memory_limit_bytes", "rating")]
     gt_paths = [("time_limit",), ("time_limit", "seconds"), ("time_limit", "nanos"), ("memory_limit_bytes",)]
     gt_paths += [("cf_rating",), ("private_tests", "input", 0)]
     for as_text in (False, True):
         text = ("~text",) if as_text else ()
-        fields += [("judge", judge_ground_truth_body(as_text), ("ground_truth", *text, *p)) for p in gt_paths]
+        body = judge_ground_truth_body(as_text, NO_CODE)
+        fields += [("judge", body, ("ground_truth", *text, *p)) for p in gt_paths]
     for endpoint, body, path in fields:
         where = ".".join(str(p) for p in path if p != "~text")
         for literal in NUMBERS:
@@ -480,27 +489,34 @@ def limit_cases() -> Iterator[Case]:
             )
 
 
+def dangerous_test(source: str, marker_dir: str) -> tuple[str, str]:
+    """(input, expected output) of a test that makes python checker `source`, called (input, expected,
+    actual) with actual = the response's output (the marker's path), write `marker(marker_dir, source)`
+    or delete `victim_dir(marker_dir)`."""
+    m, victim = marker(marker_dir, source), victim_dir(marker_dir)
+    return {
+        "timeit:timeit": ("pass", f"open({m!r}, 'w').close()"),  # timeit(stmt, setup, ...) runs `setup`
+        "builtins:exec": (f"open({m!r}, 'w').close()", "{}"),
+        "builtins:eval": (f"open({m!r}, 'w').close()", "{}"),
+        "os:system": (f"touch {m}", "x"),
+        "subprocess:call": (f"touch {m}", "x"),
+        "subprocess:run": (f"touch {m}", "x"),
+        "os:symlink": ("/etc/passwd", m),
+        "os:execl": ("/usr/bin/touch", "touch"),  # execl(path, arg0, actual): touch <the marker>
+        "shutil:rmtree": (victim, ""),
+        "shutil:copyfile": ("/etc/passwd", m),
+        "shutil:move": (str(Path(victim) / "file"), m),
+        "os:remove": (str(Path(victim) / "file"), ""),
+        "runpy:run_path": (f"{victim}/file", ""),
+    }.get(source, (f"open({m!r}, 'w').close()", m))
+
+
 def checker_cases(marker_dir: str) -> Iterator[Case]:
     """Dangerous python checkers, inline and in a verl row's extra_info (as an object and as JSON text),
     each with tests that would make it write a marker or delete the victim folder if it were called."""
     for source in DANGEROUS_CHECKERS:
         m = marker(marker_dir, source)
-        victim = victim_dir(marker_dir)
-        test = {
-            "timeit:timeit": ("pass", f"open({m!r}, 'w').close()"),
-            "builtins:exec": (f"open({m!r}, 'w').close()", "{}"),
-            "builtins:eval": (f"open({m!r}, 'w').close()", "{}"),
-            "os:system": (f"touch {m}", "x"),
-            "subprocess:call": (f"touch {m}", "x"),
-            "subprocess:run": (f"touch {m}", "x"),
-            "os:symlink": ("/etc/hostname", m),
-            "os:execl": ("/usr/bin/touch", "touch"),  # actual: the program prints the marker's path
-            "shutil:rmtree": (victim, ""),
-            "shutil:copyfile": ("/etc/hostname", m),
-            "shutil:move": (str(Path(victim) / "file"), m),
-            "os:remove": (str(Path(victim) / "file"), ""),
-            "runpy:run_path": (f"{victim}/file", ""),
-        }.get(source, (f"open({m!r}, 'w').close()", m))
+        test = dangerous_test(source, marker_dir)
         tests = [{"input": test[0], "output": test[1]}]
         response = f"```python\nprint({m!r}, end='')\n```"
         spec = {"kind": "python", "source": source}

@@ -4,10 +4,13 @@ checker the operator did not register is refused (403) however the problem is se
 
 from __future__ import annotations
 
+import contextlib
 import json
+from pathlib import Path
 
 import pytest
 
+from codefu.judge.checker import load_python_checker
 from codefu.serve.protocol import (
     BadRequest,
     ServiceLimits,
@@ -82,6 +85,25 @@ def test_unregistered_python_checkers_are_refused_and_registered_ones_parse():
     # the operator's registration is what decides: the same bodies parse once their checker is registered
     for case in dangerous:
         assert parse(case.body, "judge", serve_fuzz.DANGEROUS_CHECKERS) is None, case.name
+
+
+@pytest.mark.parametrize("source", serve_fuzz.HARMFUL_CHECKERS)
+def test_the_dangerous_bodies_would_do_harm_if_their_checker_ran(tmp_path, source):
+    # so that the real-server test's "no marker, the victim kept" means something: the checker loaded
+    # and called as the judge calls one (input, expected, actual = the response's output), here in a
+    # temporary folder, writes its marker or deletes the victim
+    victim = Path(serve_fuzz.victim_dir(str(tmp_path)))
+    victim.mkdir()
+    (victim / "file").write_text("keep")
+    marker = Path(serve_fuzz.marker(str(tmp_path), source))
+    test_input, expected = serve_fuzz.dangerous_test(source, str(tmp_path))
+    body = next(c for c in serve_fuzz.corpus(str(tmp_path)) if c.dangerous and source in c.name).body
+    problem = parse_judge(parse_json(body), None, "codefu", LIMITS, [source]).problem
+    assert problem.checker.source == source and problem.private_tests[0].input == test_input
+    checker = load_python_checker(source, [source])
+    with contextlib.suppress(Exception):  # some raise once the harm is done (timeit: after its setup)
+        checker(test_input, expected, str(marker))
+    assert marker.is_symlink() or marker.exists() or not (victim / "file").exists()
 
 
 @pytest.mark.parametrize(
