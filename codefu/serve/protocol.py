@@ -99,9 +99,7 @@ def parse_run_code(body: Any, limits: ServiceLimits) -> RunCodeRequest:
 def _memory_bytes(memory_mb: Any, limits: ServiceLimits) -> int:
     """SandboxFusion's memory_limit_MB in bytes: absent, null or <= 0 ("no limit" there) is the service's
     default; a fraction of a MB is kept (1.5 is 1.5 MiB), under MIN_MEMORY_MB is refused."""
-    if memory_mb is None:
-        return limits.default_memory_mb << 20
-    mb = _number(memory_mb, "memory_limit_MB")
+    mb = -1 if memory_mb is None else _number(memory_mb, "memory_limit_MB")
     if mb <= 0:
         return limits.default_memory_mb << 20
     if mb < MIN_MEMORY_MB:
