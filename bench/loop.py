@@ -53,7 +53,8 @@ from codefu.orchestrator.batching import completions_to_batch  # noqa: E402
 from codefu.orchestrator.cli import load_splits, load_tokenizer  # noqa: E402
 from codefu.orchestrator.config import RunConfig  # noqa: E402
 from codefu.orchestrator.episodes import EpisodePlan  # noqa: E402
-from codefu.orchestrator.roles import JudgeScorer, Roles, run_layout  # noqa: E402
+from codefu.orchestrator.roles import Roles, run_layout  # noqa: E402
+from codefu.orchestrator.scoring import JudgeScorer  # noqa: E402
 from codefu.types import Problem  # noqa: E402
 
 

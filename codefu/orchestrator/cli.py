@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
             raise CodefuError(f"{run_dir} already holds a run: use --resume {run_dir} or another --run-dir")
     cfg = resolve_model(cfg)
     train_problems, val_problems = load_splits(cfg)
-    from codefu.orchestrator.roles import JudgeScorer, run_layout
+    from codefu.orchestrator.roles import run_layout
+    from codefu.orchestrator.scoring import JudgeScorer
 
     layout = run_layout(cfg)  # refuses resources the plan cannot place: still before the run directory
     run_dir.mkdir(parents=True, exist_ok=True)

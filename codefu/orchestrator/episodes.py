@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from codefu.orchestrator.config import RolloutConfig
-from codefu.orchestrator.roles import Feedback, Score
+from codefu.orchestrator.scoring import Feedback, Score
 from codefu.rollout.prompts import follow_up_ids
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem, Status

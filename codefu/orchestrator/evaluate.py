@@ -321,7 +321,7 @@ def sample_and_judge(
     from codefu.models import smollm2_gguf
     from codefu.orchestrator.episodes import EpisodePlan
     from codefu.orchestrator.evaluation import sample_and_score
-    from codefu.orchestrator.roles import JudgeScorer
+    from codefu.orchestrator.scoring import JudgeScorer
     from codefu.rollout.actor import build_engine
     from codefu.rollout.engine import EngineConfig
     from codefu.rollout.prompts import encode_prompt, follow_up_ids

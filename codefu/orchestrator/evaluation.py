@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from codefu.observability.passk import bootstrap_mean_ci
 from codefu.orchestrator.episodes import EpisodePlan, run_episodes, turn_in_sequence
-from codefu.orchestrator.roles import Scorer
+from codefu.orchestrator.scoring import Scorer
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem
 

@@ -45,7 +45,8 @@ from codefu.orchestrator.episodes import (
     turn_in_sequence,
 )
 from codefu.orchestrator.evaluation import sample_and_score, turn_metrics
-from codefu.orchestrator.roles import Feedback, Roles, Score, Scorer
+from codefu.orchestrator.roles import Roles
+from codefu.orchestrator.scoring import Feedback, Score, Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
 from codefu.rollout.types import Completion, SamplingParams

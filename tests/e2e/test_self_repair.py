@@ -14,7 +14,7 @@ from codefu.judge import Judge, JudgeConfig
 from codefu.models.tiny import save_tiny_model, tiny_tokenizer
 from codefu.observability.sinks import read_metrics
 from codefu.orchestrator.episodes import feedback_message
-from codefu.orchestrator.roles import JudgeScorer
+from codefu.orchestrator.scoring import JudgeScorer
 from codefu.types import Problem, TestCase
 
 CANARY = "CANARY-51c0de"

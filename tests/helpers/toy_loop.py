@@ -12,7 +12,7 @@ from codefu.data.difficulty import DifficultyConfig
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.config import AlgoConfig, DataConfig, LoopConfig, RolloutConfig, RunConfig
 from codefu.orchestrator.layout import ResourcesConfig
-from codefu.orchestrator.roles import Feedback, Score
+from codefu.orchestrator.scoring import BaseScorer, Feedback, Score
 from codefu.trainer.config import TrainerConfig
 from codefu.types import Problem, TestCase
 
@@ -27,38 +27,21 @@ def char_score(target: str, text: str, over: float = 0.0) -> Score:
     return Score(share, passed, "ACCEPTED" if passed else "WRONG_ANSWER")
 
 
-class CharScorer:
+class CharScorer(BaseScorer):
     """Toy verifiable reward: the share of the response's characters that are TARGET; the public test
     (self-repair's feedback) wants TARGET x 4."""
-
-    busy_s = 0.0  # scored in place: no judge to wait for
-
-    def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
-        return [char_score(TARGET, text) for text in responses]
 
     def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
         return [char_score(TARGET, text) for _, text in items]
 
-    def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
-        out = []
-        for text in responses:
+    def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
+        for i, (_, text) in enumerate(items):
             ok = char_score(TARGET, text).passed
             test = None if ok else TestCase("", TARGET * 4)
-            out.append(Feedback(ok, "ACCEPTED" if ok else "WRONG_ANSWER", test=test, example=1, examples=1))
-        return out
-
-    def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
-        return [fb for _, fb in self.check_public_each(items)]
-
-    def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
-        for i, (p, text) in enumerate(items):
-            yield i, self.check_public([p], [text])[0]
-
-    def close(self) -> None:
-        pass
+            yield i, Feedback(ok, "ACCEPTED" if ok else "WRONG_ANSWER", test=test, example=1, examples=1)
 
 
-class SecretCharScorer:
+class SecretCharScorer(BaseScorer):
     """The two-turn toy: each problem wants its own character of SECRETS (Problem.extra["target"]) as
     more than half of the response (so no blind mix passes both), and every prompt is the same, so a
     first turn can only guess: its program always fails the examples (a lucky guess ending an episode
@@ -66,35 +49,16 @@ class SecretCharScorer:
     turn succeeds by reading it. `reveal=False` shows a random one of SECRETS instead (the control: the
     same feedback with nothing in it to learn from; a blind policy passes at most half the problems)."""
 
-    busy_s = 0.0  # scored in place: no judge to wait for
-
     def __init__(self, reveal: bool = True, seed: int = 0):
         self.reveal, self.rng = reveal, random.Random(seed)
-
-    def score(self, problems: list[Problem], responses: list[str]) -> list[Score]:
-        return [
-            char_score(p.extra["target"], text, over=0.5) for p, text in zip(problems, responses, strict=True)
-        ]
 
     def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
         return [char_score(p.extra["target"], text, over=0.5) for p, text in items]
 
-    def check_public(self, problems: list[Problem], responses: list[str]) -> list[Feedback]:
-        out = []
-        for p in problems:
-            shown = p.extra["target"] if self.reveal else self.rng.choice(SECRETS)
-            out.append(Feedback(False, "WRONG_ANSWER", test=TestCase("", shown * 32), example=1, examples=1))
-        return out
-
-    def check_public_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Feedback]:
-        return [fb for _, fb in self.check_public_each(items)]
-
     def check_public_each(self, items: Iterable[tuple[Problem, str]]) -> Iterator[tuple[int, Feedback]]:
-        for i, (p, text) in enumerate(items):
-            yield i, self.check_public([p], [text])[0]
-
-    def close(self) -> None:
-        pass
+        for i, (p, _) in enumerate(items):
+            shown = p.extra["target"] if self.reveal else self.rng.choice(SECRETS)
+            yield i, Feedback(False, "WRONG_ANSWER", test=TestCase("", shown * 32), example=1, examples=1)
 
 
 def toy_model_dir(path: Path) -> Path:

@@ -22,7 +22,7 @@ from codefu.errors import CodefuError
 from codefu.observability.metrics import source_metrics
 from codefu.orchestrator.cli import load_splits
 from codefu.orchestrator.config import DataConfig, RunConfig, check_run_config
-from codefu.orchestrator.roles import Score
+from codefu.orchestrator.scoring import Score
 from codefu.types import Problem
 from codefu.types import TestCase as Case
 

@@ -34,7 +34,7 @@ from codefu.orchestrator.episodes import (
     turn_in_sequence,
 )
 from codefu.orchestrator.evaluation import EpisodeResult, first_public_pick, turn_report
-from codefu.orchestrator.roles import Feedback, JudgeScorer, Score
+from codefu.orchestrator.scoring import Feedback, JudgeScorer, Score
 from codefu.rollout.follow_ups import LocalConversations, follow_ups_in_batches
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt, follow_up_ids

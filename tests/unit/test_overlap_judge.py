@@ -18,7 +18,7 @@ from codefu.orchestrator.loop import (
     judged_as_they_finish,
     turn_judged_while_decoding,
 )
-from codefu.orchestrator.roles import JudgeScorer
+from codefu.orchestrator.scoring import JudgeScorer
 from codefu.rollout.follow_ups import LocalConversations, follow_ups_in_batches
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem, Status, TestResult, Verdict
