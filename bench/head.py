@@ -25,7 +25,7 @@ from torch.utils.checkpoint import checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codefu.algo.grpo import (  # noqa: E402
+from codefu.algo.logprobs import (  # noqa: E402
     entropy_from_logits,
     linear_token_logprobs,
     token_logprobs_from_logits,

@@ -1,23 +1,18 @@
 """The learning math: pure tensor functions (advantages, KL estimators, losses, log-probs, entropy)."""
 
-from codefu.algo.advantages import gae, reinforce_pp_advantages, rloo_advantages
+from codefu.algo.advantages import gae, group_advantages, reinforce_pp_advantages, rloo_advantages
+from codefu.algo.aggregation import AGG_MODES, aggregate_loss, masked_mean
 from codefu.algo.estimators import ESTIMATORS, sequence_advantages
-from codefu.algo.grpo import (
-    AGG_MODES,
+from codefu.algo.kl import KL_KINDS, kl_penalty
+from codefu.algo.logprobs import (
     DEFAULT_CHUNK,
-    KL_KINDS,
-    aggregate_loss,
     entropy_from_logits,
-    group_advantages,
-    kl_penalty,
     linear_token_logprobs,
     masked_entropy_mean,
-    masked_mean,
-    policy_loss,
     token_logprobs_from_logits,
 )
 from codefu.algo.loss import POLICY_LOSSES, LossSettings, loss_normalizer, rl_loss
-from codefu.algo.policy_losses import cispo_loss, gspo_loss
+from codefu.algo.policy_losses import cispo_loss, gspo_loss, policy_loss
 from codefu.algo.shaping import outcome_token_rewards, overlong_penalty
 from codefu.algo.value_loss import explained_variance, value_loss
 

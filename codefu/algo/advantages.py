@@ -1,9 +1,10 @@
-"""Advantage estimators beside GRPO's group advantages: GAE (with a critic), RLOO and REINFORCE++.
+"""Advantage estimators: GRPO's group advantages, GAE (with a critic), RLOO and REINFORCE++.
 
-Pure tensor functions like codefu.algo.grpo: tensors in, tensors out, no state. The conventions (how a mask
-with gaps is walked, what whitening divides by, what a group of one gets) are written down with formulas
-in docs/algo.md, "Other estimators and losses"; tests/unit/test_algo_variants.py checks them against
-numbers worked out by hand and against plain-loop references.
+Pure tensor functions: tensors in, tensors out, no state. The conventions (the group std, how a mask with
+gaps is walked, what whitening divides by, what a group of one gets) are written down with formulas in
+docs/algo.md, "Algorithm conventions" and "Other estimators and losses"; tests/unit/test_grpo.py and
+tests/unit/test_algo_variants.py check them against numbers worked out by hand and against plain-loop
+references.
 
 Shapes: `B` sequences, `T` response tokens (padded), `N` samples. A `mask` is `(B, T)`, bool or 0/1
 float; positions where it is 0 never affect a result, even when a reward or value there is NaN or inf, and
@@ -20,8 +21,6 @@ import math
 
 import torch
 from torch import Tensor
-
-from codefu.algo.grpo import group_advantages
 
 #: Added to the variance before the square root when whitening (verl's `masked_whiten`).
 WHITEN_EPS = 1e-8
@@ -103,6 +102,58 @@ def masked_whiten(values: Tensor, mask: Tensor) -> Tensor:
     dev = torch.where(on, x - mean, 0.0)
     var = (dev * dev).sum() / (n - 1.0).clamp(min=1.0)
     return dev / torch.sqrt(var + WHITEN_EPS)
+
+
+def group_advantages(
+    rewards: Tensor,
+    group_index: Tensor,
+    norm_by_std: bool = True,
+    eps: float = 1e-6,
+    valid: Tensor | None = None,
+) -> Tensor:
+    """GRPO advantages: each reward relative to the other valid rewards of its group.
+
+    A_i = (r_i - mean_g) / (std_g + eps), std_g Bessel-corrected (divides by n_g - 1, as verl), over the
+    valid members of group g; with `norm_by_std=False`, A_i = r_i - mean_g (Dr. GRPO). A group with at
+    most one valid member gives 0. Invalid entries (e.g. the judge's own SANDBOX_ERROR) give 0 and are
+    left out of their group's mean and std; their reward may be anything, NaN included.
+
+    Args:
+        rewards: (N,) float rewards.
+        group_index: (N,) integer group id per sample; any values, any order, not necessarily contiguous.
+        norm_by_std: divide by the group std (GRPO) or not (Dr. GRPO).
+        eps: added to the std, outside the square root.
+        valid: (N,) bool, True where the reward counts; None means all valid.
+
+    Returns:
+        (N,) advantages in the dtype of `rewards` (float32 for integer rewards); computed in float64.
+    """
+    if rewards.dim() != 1 or group_index.shape != rewards.shape:
+        raise ValueError(f"rewards and group_index must be (N,), got {rewards.shape}, {group_index.shape}")
+    out_dtype = rewards.dtype if rewards.is_floating_point() else torch.float32
+    if valid is None:
+        valid = torch.ones_like(rewards, dtype=torch.bool)
+    elif valid.shape != rewards.shape:
+        raise ValueError(f"valid must be (N,) like rewards, got {valid.shape}")
+    valid = valid.bool()
+    if rewards.numel() == 0:
+        return torch.zeros_like(rewards, dtype=out_dtype)
+
+    uniq, gid = torch.unique(group_index, return_inverse=True)  # contiguous ids 0..G-1
+    n_groups = uniq.numel()
+    r = torch.where(valid, rewards.double(), 0.0)  # an invalid NaN reward must not reach any sum
+    w = valid.double()
+    count = torch.zeros(n_groups, dtype=torch.float64, device=r.device).index_add_(0, gid, w)
+    total = torch.zeros_like(count).index_add_(0, gid, r)
+    mean = total / count.clamp(min=1.0)
+    dev = torch.where(valid, r - mean[gid], 0.0)
+    adv = dev
+    if norm_by_std:
+        sq = torch.zeros_like(count).index_add_(0, gid, dev * dev)
+        std = (sq / (count - 1.0).clamp(min=1.0)).sqrt()
+        adv = dev / (std[gid] + eps)
+    keep = valid & (count[gid] > 1.0)
+    return torch.where(keep, adv, 0.0).to(out_dtype)
 
 
 def gae(

@@ -18,8 +18,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from codefu.algo.advantages import reinforce_pp_advantages, rloo_advantages
-from codefu.algo.grpo import group_advantages
+from codefu.algo.advantages import group_advantages, reinforce_pp_advantages, rloo_advantages
 
 ESTIMATORS = ("grpo", "rloo", "reinforce_pp")
 

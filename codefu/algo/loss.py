@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from codefu.algo.grpo import aggregate_loss, kl_penalty, policy_loss
-from codefu.algo.policy_losses import cispo_loss, gspo_loss
+from codefu.algo.aggregation import aggregate_loss
+from codefu.algo.kl import kl_penalty
+from codefu.algo.policy_losses import cispo_loss, gspo_loss, policy_loss
 from codefu.algo.rollout_correction import rollout_correction_weights
 
 #: The losses besides PPO's (which adds a dual clip), all called alike.

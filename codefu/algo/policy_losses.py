@@ -1,7 +1,7 @@
-"""Policy losses beside PPO's clipped surrogate (`codefu.algo.grpo.policy_loss`): GSPO and CISPO.
+"""Policy losses: PPO's clipped surrogate (`policy_loss`) and, beside it, GSPO and CISPO.
 
-Both take the same tensors as `policy_loss` and return `(loss, metrics)` with the same metric keys, so one
-can stand in for the other: "clip_frac", "approx_kl", "approx_kl_k1", "ratio_mean", "ratio_max",
+GSPO and CISPO take the same tensors as `policy_loss` and return `(loss, metrics)` with the same metric
+keys, so one can stand in for the other: "clip_frac", "approx_kl", "approx_kl_k1", "ratio_mean", "ratio_max",
 "valid_tokens" (floats; means over this call's valid tokens; the trainer prefixes them with `policy/`, so
 "clip_frac" is `codefu.observability.metrics.CLIP_FRAC`). What "ratio" and "clip" mean differs per loss
 and is said in each docstring. Formulas, sources and the differences from verl are in docs/algo.md,
@@ -18,7 +18,112 @@ import math
 import torch
 from torch import Tensor
 
-from codefu.algo.grpo import LOG_RATIO_CLAMP, aggregate_loss, masked_mean, masked_policy_inputs
+from codefu.algo.aggregation import aggregate_loss, masked_mean
+from codefu.algo.kl import LOG_RATIO_CLAMP
+
+
+def masked_policy_inputs(
+    logprobs: Tensor, old_logprobs: Tensor, advantages: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The inputs of a policy loss, checked: (on, logprobs, old_logprobs, advantages as (B, T)) with every
+    masked entry replaced by 0 BEFORE any arithmetic, so that a NaN there reaches neither the loss nor the
+    gradient. advantages: (B,) per sequence or (B, T) per token; old_logprobs and advantages detached."""
+    if logprobs.shape != old_logprobs.shape or logprobs.shape != mask.shape or logprobs.dim() != 2:
+        raise ValueError(
+            f"logprobs, old_logprobs and mask must be (B, T), got "
+            f"{tuple(logprobs.shape)}, {tuple(old_logprobs.shape)}, {tuple(mask.shape)}"
+        )
+    if advantages.dim() == 1:
+        advantages = advantages.unsqueeze(-1)
+    if (
+        advantages.dim() != 2
+        or advantages.shape[0] != logprobs.shape[0]
+        or advantages.shape[1]
+        not in (
+            1,
+            logprobs.shape[1],
+        )
+    ):
+        raise ValueError(
+            f"advantages must be (B,) or (B, T) with B, T = {tuple(logprobs.shape)}, "
+            f"got {tuple(advantages.shape)}"
+        )
+    on = mask != 0
+    lp = torch.where(on, logprobs, 0.0)
+    old = torch.where(on, old_logprobs.detach().to(logprobs.dtype), 0.0)
+    adv = torch.where(on, advantages.detach().to(logprobs.dtype), 0.0)
+    return on, lp, old, adv
+
+
+def policy_loss(
+    logprobs: Tensor,
+    old_logprobs: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    dual_clip: float | None = None,
+    agg: str = "token-mean",
+    normalizer: float | Tensor | None = None,
+) -> tuple[Tensor, dict[str, float]]:
+    """PPO clipped surrogate with separate low/high clip (DAPO's clip-higher) and optional dual clip.
+
+    ratio = exp(logprobs - old_logprobs) (log-ratio clamped to +-LOG_RATIO_CLAMP);
+    pg = max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high));
+    with dual_clip = c > 1: pg = min(pg, -A * c) where A < 0 (bounds the loss of a token whose ratio
+    exploded under a negative advantage). Off by default (verl always applies c = 3).
+    The loss is `aggregate_loss(pg, mask, agg, normalizer)`; minimizing it raises the log-prob of tokens
+    with positive advantage.
+
+    Args:
+        logprobs: (B, T) current policy log-probs, with gradient.
+        old_logprobs: (B, T) log-probs of the policy that sampled (no gradient needed).
+        advantages: (B,) per sequence (broadcast over T) or (B, T) per token.
+        mask: (B, T) bool or 0/1 float, the response tokens that count.
+        clip_low, clip_high: the ratio is clipped to [1 - clip_low, 1 + clip_high].
+        dual_clip: None, or the constant c > 1.
+        agg, normalizer: see `aggregate_loss`.
+
+    Returns:
+        (loss, metrics): loss a 0-dim tensor with gradient to `logprobs`; metrics, means over valid tokens:
+        "clip_frac" (the clipped branch is strictly larger, so its zero gradient is taken),
+        "approx_kl" (k3 estimate of KL(old || current): mean of r - 1 - log r, r = ratio; >= 0),
+        "approx_kl_k1" (mean of old - logprobs), "ratio_mean", "ratio_max", "valid_tokens",
+        and "dual_clip_frac" when dual clip is on.
+    """
+    if dual_clip is not None and dual_clip <= 1.0:
+        raise ValueError(f"dual_clip must be > 1 (or None), got {dual_clip}")
+    on, lp, old, adv = masked_policy_inputs(logprobs, old_logprobs, advantages, mask)
+    log_ratio = (lp - old).clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+    ratio = log_ratio.exp()
+    pg_unclipped = -adv * ratio
+    pg_clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
+    pg = torch.maximum(pg_unclipped, pg_clipped)
+    if dual_clip is not None:
+        pg_dual = -adv * dual_clip
+        dual_active = (adv < 0) & (pg_dual < pg)
+        pg = torch.where(adv < 0, torch.minimum(pg, pg_dual), pg)
+    loss = aggregate_loss(pg, mask, agg, normalizer)
+
+    with torch.no_grad():
+        lr = log_ratio.detach()
+        r = ratio.detach()
+        stats = [
+            (pg_clipped > pg_unclipped).detach(),
+            r - 1.0 - lr,
+            -lr,
+            r,
+        ]
+        if dual_clip is not None:
+            stats.append(dual_active.detach())
+        means = [masked_mean(s.to(torch.float32).expand_as(lr), on).float() for s in stats]
+        r_max = torch.where(on, r, 0.0).max() if r.numel() else r.new_zeros(())
+        vals = torch.stack([*means, r_max.float(), on.sum().float()]).tolist()  # one device sync
+    keys = ["clip_frac", "approx_kl", "approx_kl_k1", "ratio_mean"]
+    if dual_clip is not None:
+        keys.append("dual_clip_frac")
+    keys += ["ratio_max", "valid_tokens"]
+    return loss, dict(zip(keys, vals, strict=True))
 
 
 def _check_clips(clip_low: float, clip_high: float) -> None:

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor
 
-from codefu.algo.grpo import aggregate_loss, masked_mean
+from codefu.algo.aggregation import aggregate_loss, masked_mean
 
 
 def value_loss(

@@ -20,8 +20,9 @@ import torch
 from tqdm import tqdm
 
 from codefu.algo.advantages import gae
+from codefu.algo.aggregation import masked_mean
 from codefu.algo.estimators import sequence_advantages
-from codefu.algo.grpo import kl_penalty, masked_mean
+from codefu.algo.kl import kl_penalty
 from codefu.algo.shaping import outcome_token_rewards, overlong_penalty, turn_shaping
 from codefu.algo.value_loss import explained_variance
 from codefu.data.difficulty import PassRateRecord

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from codefu.algo.grpo import group_advantages
+from codefu.algo.advantages import group_advantages
 from codefu.rollout.prompts import encode_prompt
 from codefu.trainer.batch import Batch
 from codefu.types import Problem

@@ -6,7 +6,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codefu.algo.grpo import AGG_MODES, KL_KINDS
+from codefu.algo.aggregation import AGG_MODES
+from codefu.algo.kl import KL_KINDS
 from codefu.algo.loss import POLICY_LOSSES
 from codefu.algo.rollout_correction import ROLLOUT_CORRECTIONS
 
@@ -110,8 +111,8 @@ class TrainerConfig:
 
     # --- the loss ------------------------------------------------------------------------------------
     loss_agg: str = "token-mean"
-    """One of codefu.algo.grpo.AGG_MODES; the denominator is always the whole mini-batch's (all micro-batches,
-    all ranks)."""
+    """One of codefu.algo.aggregation.AGG_MODES; the denominator is always the whole mini-batch's (all
+    micro-batches, all ranks)."""
     norm_length: int = 0
     """The constant length L of "seq-mean-token-sum-norm" (Dr. GRPO); 0 = the batch's padded length."""
     policy_loss: str = "ppo"

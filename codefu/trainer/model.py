@@ -17,7 +17,7 @@ from torch import Tensor, nn
 from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 from torch.utils.checkpoint import checkpoint
 
-from codefu.algo.grpo import entropy_from_logits, linear_token_logprobs, token_logprobs_from_logits
+from codefu.algo.logprobs import entropy_from_logits, linear_token_logprobs, token_logprobs_from_logits
 from codefu.models.loading import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh

@@ -1,5 +1,6 @@
-"""GRPO/PPO math (codefu.algo.grpo): numbers worked out by hand, and slow loop-based references that the
-vectorized code must match on random inputs."""
+"""GRPO/PPO math (codefu.algo: group advantages, KL estimators, loss aggregation, PPO's loss, log-probs):
+numbers worked out by hand, and slow loop-based references that the vectorized code must match on random
+inputs."""
 
 import math
 import statistics

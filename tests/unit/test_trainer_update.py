@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from transformers import AutoModelForCausalLM
 
 import codefu.algo.loss as loss_mod
-from codefu.algo.grpo import aggregate_loss, entropy_from_logits, kl_penalty, policy_loss
+from codefu.algo import aggregate_loss, entropy_from_logits, kl_penalty, policy_loss
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig, TrainerWorker
 from codefu.trainer.testing import random_batch
