@@ -14,7 +14,7 @@ def build_parser() -> argparse.ArgumentParser:
     from codefu.launcher import cli as launch_cli
     from codefu.observability import cli as report_cli
     from codefu.orchestrator import cli as train_cli
-    from codefu.orchestrator import evaluate as eval_cli
+    from codefu.orchestrator import eval_cli
     from codefu.serve import cli as serve_cli
 
     parser = argparse.ArgumentParser(prog="codefu", description=__doc__)

@@ -10,7 +10,7 @@ import pytest
 from codefu.data.starter import load_starter_problems
 from codefu.errors import CodefuError
 from codefu.models.tiny import tiny_model, tiny_tokenizer
-from codefu.orchestrator.evaluate import (
+from codefu.orchestrator.eval_cli import (
     bucket_of,
     ci_by_bucket,
     compare,
