@@ -6,7 +6,6 @@ failure of our own (sandbox, disk, a broken checker) is `SANDBOX_ERROR`, logged 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import queue
@@ -31,6 +30,7 @@ from codefu.judge.checker import (
 )
 from codefu.judge.extract import Program, extract_program
 from codefu.judge.function_call import check_output, harnessed, install_harness, language_error
+from codefu.judge.inputs import InputFiles
 from codefu.judge.languages import BOX, CompileConfig, Compiled, Compiler, read_head
 from codefu.judge.rewards import reward_spec, select_tests
 from codefu.judge.runner import WarmSessions, open_sandbox, open_session
@@ -150,6 +150,7 @@ class Judge:
         self.run_dir = self.root / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.run_dir.mkdir(mode=0o711)
         (self.run_dir / "inputs").mkdir()
+        self.inputs = InputFiles(self.run_dir / "inputs")
         (self.run_dir / "io").mkdir()
         self.compiler = Compiler(self.config.compile, self.sandbox, self.run_dir, self.root / "pch")
         self.harness_dir = install_harness(self.run_dir)  # for function-call problems
@@ -223,12 +224,12 @@ class Judge:
                 name = uuid.uuid4().hex
                 out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
                 try:
-                    stdin_file = self._input_file(stdin)
-                    r = with_sandbox_retries(
-                        lambda: self._run_once_in_sandbox(
-                            compiled, bool(files), limits, stdin_file, out, err, cancel
+                    with self.inputs.hold(stdin) as stdin_file:
+                        r = with_sandbox_retries(
+                            lambda: self._run_once_in_sandbox(
+                                compiled, bool(files), limits, stdin_file, out, err, cancel
+                            )
                         )
-                    )
                     if r.limit is None and output_at_cap(out, err, limits):
                         r.limit = "output"
                     stdout = read_head(out, output_chars)
@@ -422,11 +423,11 @@ class Judge:
     def _run_test_unsafe(
         self, problem: Problem, test: TestCase, limits: Limits, run: Callable[..., RunResult]
     ) -> TestResult:
-        stdin = self._input_file(test.input)
         name = uuid.uuid4().hex
         out, err = self.run_dir / "io" / f"{name}.out", self.run_dir / "io" / f"{name}.err"
         try:
-            r = with_sandbox_retries(lambda: run(stdin, out, err, limits))
+            with self.inputs.hold(test.input) as stdin:
+                r = with_sandbox_retries(lambda: run(stdin, out, err, limits))
             stderr = read_head(err, STDERR_CHARS)
             result = TestResult(Status.ACCEPTED, r.cpu_s, r.wall_s, r.memory_bytes, r.exit_code, stderr)
             if r.limit in ("cpu", "wall"):
@@ -512,16 +513,6 @@ class Judge:
                 return outcome
             finally:
                 shutil.rmtree(case, ignore_errors=True)
-
-    def _input_file(self, text: str) -> Path:
-        """Test inputs are written once per judge and shared by every run of that test."""
-        data = text.encode("utf-8", errors="replace")
-        path = self.run_dir / "inputs" / hashlib.sha256(data).hexdigest()
-        if not path.exists():
-            tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        return path
 
 
 def with_sandbox_retries(run: Callable[[], RunResult]) -> RunResult:
