@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -23,6 +24,13 @@ class Bucket:
 
 DEFAULT_BUCKETS = (Bucket("easy", 800, 1000), Bucket("hard", 1100, 2200), Bucket("expert", 2300, 3500))
 UNRATED = "unrated"  # bucket of problems without a rating, when keep_unrated is set
+
+
+def rating_bucket(rating: int, buckets: Sequence[Bucket] = DEFAULT_BUCKETS) -> str:
+    """The bucket of a rating for a dataset without buckets (`codefu eval`): the first of `buckets` (in rising
+    order) whose upper bound is at or above it, the last one past them all. Every rating gets one, a rating
+    in a gap between two the upper one; `codefu prepare` instead drops a rating no bucket contains."""
+    return next((b.name for b in buckets if rating <= b.hi), buckets[-1].name)
 
 
 @dataclass(frozen=True)

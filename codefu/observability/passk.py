@@ -75,16 +75,14 @@ def pass_at_k_table(results: Mapping[str, Sequence[bool]], ks: Iterable[int]) ->
     return {k: math.fsum(pass_at_k(n, c, k) for n, c in counts) / len(counts) for k in ks}
 
 
-def by_bucket(
+def group_by_bucket(
     results: Mapping[str, Sequence[bool]],
     bucket_of: Mapping[str, str] | Callable[[str], str],
-    ks: Iterable[int],
-) -> dict[str, dict[int, float]]:
-    """pass_at_k_table per difficulty bucket, keyed by bucket label in sorted order.
+) -> dict[str, dict[str, Sequence[bool]]]:
+    """{bucket label: {problem: results}}, the labels in sorted order.
 
     bucket_of: problem name -> bucket label, as a mapping or a function; a problem missing from the
     mapping raises ValueError naming it (map it to e.g. "unknown" to keep it)."""
-    ks = list(ks)
     lookup = bucket_of.get if isinstance(bucket_of, Mapping) else bucket_of
     groups: dict[str, dict[str, Sequence[bool]]] = defaultdict(dict)
     missing = []
@@ -96,7 +94,18 @@ def by_bucket(
             groups[label][name] = r
     if missing:
         raise ValueError(f"no difficulty bucket for {len(missing)} problems, e.g. {missing[:5]}")
-    return {label: pass_at_k_table(groups[label], ks) for label in sorted(groups)}
+    return {label: groups[label] for label in sorted(groups)}
+
+
+def by_bucket(
+    results: Mapping[str, Sequence[bool]],
+    bucket_of: Mapping[str, str] | Callable[[str], str],
+    ks: Iterable[int],
+) -> dict[str, dict[int, float]]:
+    """pass_at_k_table per difficulty bucket, keyed by bucket label in sorted order (`group_by_bucket`:
+    a problem without a bucket is a ValueError)."""
+    ks = list(ks)
+    return {label: pass_at_k_table(group, ks) for label, group in group_by_bucket(results, bucket_of).items()}
 
 
 def passk_metrics(
@@ -258,14 +267,7 @@ def passk_ci_metrics(
     ks = sorted(set(ks))
     groups: dict[str | None, Mapping[str, Sequence[bool]]] = {None: results}
     if bucket_of is not None:
-        lookup = bucket_of.get if isinstance(bucket_of, Mapping) else bucket_of
-        by_label: dict[str, dict[str, Sequence[bool]]] = defaultdict(dict)
-        for name, r in results.items():
-            label = lookup(name)
-            if label is None:
-                raise ValueError(f"no difficulty bucket for problem {name!r}")
-            by_label[label][name] = r
-        groups |= dict(sorted(by_label.items()))
+        groups |= group_by_bucket(results, bucket_of)
     out: dict[str, float] = {}
     for label, group in groups.items():
         for k in ks:

@@ -51,11 +51,12 @@ import json
 import logging
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codefu.data.config import rating_bucket
 from codefu.errors import CodefuError, check_flags
 from codefu.judge.checker import check_python_checkers
 from codefu.judge.cli import add_python_checker_flag
@@ -63,7 +64,13 @@ from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS, check_tested
 from codefu.judge.sandbox import SandboxConfig
 from codefu.models import model_problem
-from codefu.observability.passk import by_bucket, paired_difference, pass_at_k_ci, pass_at_k_table
+from codefu.observability.passk import (
+    by_bucket,
+    group_by_bucket,
+    paired_difference,
+    pass_at_k_ci,
+    pass_at_k_table,
+)
 from codefu.types import Problem
 
 if TYPE_CHECKING:
@@ -136,7 +143,7 @@ def bucket_of(problem: Problem) -> str:
     r = problem.rating
     if r is None:
         return "all"
-    return "easy" if r <= 1000 else "hard" if r <= 2200 else "expert"
+    return rating_bucket(r)
 
 
 def passk_by_bucket(correct: dict[str, int], buckets: dict[str, str], n: int, ks: list[int]) -> dict:
@@ -162,10 +169,7 @@ def ci_by_bucket(
     """{bucket: {"pass@k": [low, high]}}: the 95% bootstrap interval over problems of each cell of
     passk_by_bucket(correct, buckets, n, ks), the same rows (pure)."""
     results = results_of({name: correct.get(name, 0) for name in buckets}, n)
-    groups: dict[str, dict[str, list[bool]]] = defaultdict(dict)
-    for name, label in buckets.items():
-        if label != "all":
-            groups[label][name] = results[name]
+    groups = {b: g for b, g in group_by_bucket(results, buckets).items() if b != "all"}
     groups["all"] = results
     return {
         b: {f"pass@{k}": list(pass_at_k_ci(g, k, seed=seed)) for k in ks} for b, g in sorted(groups.items())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codefu.data import filters as F
-from codefu.data.config import Bucket, PrepareConfig, parse_buckets
+from codefu.data.config import Bucket, PrepareConfig, parse_buckets, rating_bucket
 from codefu.data.prepare import bucket_of
 from codefu.data.raw import RawProblem
 from codefu.errors import CodefuError
@@ -152,6 +152,13 @@ def test_duplicates_by_normalized_statement():
 )  # fmt: skip
 def test_default_bucket_edges(rating, bucket):
     assert bucket_of(rating, CFG) == bucket
+
+
+def test_rating_bucket_gives_every_rating_the_bucket_at_or_above_it():
+    # codefu eval's rule for a dataset without buckets, from the same edges: gaps go up, the ends stay
+    ratings = (500, 800, 1000, 1001, 1099, 1100, 2200, 2201, 2300, 3500, 4000)
+    names = [rating_bucket(r) for r in ratings]
+    assert names == ["easy"] * 3 + ["hard"] * 4 + ["expert"] * 4
 
 
 def test_bucket_selection_and_custom_ranges():
