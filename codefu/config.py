@@ -1,6 +1,6 @@
 """Configs: one dataclass per component, loaded from YAML with dotted `key.sub=value` overrides.
 
-    cfg = load_config(RunConfig, "configs/cpu.yaml", ["rollout.n=4", "algo.kl_coef=0"])
+    cfg = load_config(RunConfig, "configs/cpu.yaml", ["rollout.n=4", "trainer.kl_coef=0"])
 
 Every key is checked against the dataclass fields: an unknown key or a value of the wrong type (NaN
 included) is a `CodefuError` naming the dotted key and where its value came from: the file as the user
