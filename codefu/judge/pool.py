@@ -21,7 +21,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from codefu.judge.arrivals import Arrivals
 from codefu.judge.judge import ARRIVAL_POLL_S, Judge, JudgeConfig, judge_identical_once
-from codefu.launcher.plan import group_resource
+from codefu.node_labels import group_resource
 from codefu.types import Problem, Status, Verdict
 
 log = logging.getLogger(__name__)

@@ -4,10 +4,8 @@ Pure data and pure functions (no Ray, no network): `detect.py` builds a `Cluster
 SLURM or a host list; the bring-up (`run.py`) starts Ray from it and checks the nodes that registered
 against it with `missing_nodes`.
 
-Every node is started with two labels, so placement and the readiness check can tell hosts and groups
-apart: `codefu-host=<host name>` and `codefu-group=<instance group>`. An actor that must land in one
-group (the judge on CPU instances, say) asks for `label_selector={"codefu-group": "cpu"}` or for the
-custom resource `codefu-group-cpu` (1 per node of that group).
+Every node is started with two labels (its host and its instance group) and a resource per group, so
+that placement and the readiness check can tell hosts and groups apart: `codefu.node_labels` names them.
 """
 
 from __future__ import annotations
@@ -17,19 +15,12 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from codefu.errors import CodefuError
-
-HOST_LABEL = "codefu-host"
-GROUP_LABEL = "codefu-group"
+from codefu.node_labels import HOST_LABEL
 
 Source = Literal["sagemaker", "slurm", "hosts", "local"]
 
 # Ray's rule for label values (ray._private.label_utils.LABEL_REGEX); host and group names become labels.
 _LABEL_VALUE = re.compile(r"[a-zA-Z0-9]([a-zA-Z0-9_.-]{0,61}[a-zA-Z0-9])?")
-
-
-def group_resource(group: str) -> str:
-    """The custom resource every node of `group` carries (1 per node)."""
-    return f"{GROUP_LABEL}-{group}"
 
 
 @dataclass(frozen=True)

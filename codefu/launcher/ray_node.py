@@ -21,7 +21,8 @@ from contextlib import suppress
 from pathlib import Path
 
 from codefu.launcher.config import LaunchConfig
-from codefu.launcher.plan import GROUP_LABEL, HOST_LABEL, ClusterPlan, group_resource
+from codefu.launcher.plan import ClusterPlan
+from codefu.node_labels import GROUP_LABEL, HOST_LABEL, group_resource
 
 
 def ray_start_argv(plan: ClusterPlan, cfg: LaunchConfig, node_ip: str | None, head_address: str) -> list[str]:
