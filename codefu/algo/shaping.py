@@ -1,12 +1,14 @@
 """Reward shaping: terms to add to a sample's reward, and the per-token rewards a critic learns from.
 
-Formulas and sources are in docs/algo.md, "Overlong penalty" and "PPO with a critic".
+Formulas and sources are in docs/algo.md, "Overlong penalty" and "PPO with a critic"; `shaped_rewards`
+adds the terms the config turns on to a step's rewards.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -82,6 +84,53 @@ def turn_shaping(turns: Tensor, passed: Tensor, turn_cost: float, first_turn_bon
         )
     first = passed.bool() & (turns == 1)
     return (-turn_cost * (turns.double() - 1) + first_turn_bonus * first.double()).float()
+
+
+class ShapingConfig(Protocol):
+    """The shaping keys of the `algo:` section (codefu.orchestrator.config.AlgoConfig)."""
+
+    overlong_buffer: int
+    overlong_penalty: float
+    turn_cost: float
+    first_turn_bonus: float
+
+
+def shaped_rewards(
+    rewards: Tensor,
+    valid: Tensor,
+    last_lengths: Tensor,
+    turns: Tensor,
+    passed: Tensor,
+    algo: ShapingConfig,
+    max_len: int,
+) -> tuple[Tensor, dict[str, float]]:
+    """A step's rewards with the shaping terms `algo` turns on added to the samples the judge scored.
+
+    DAPO's `overlong_penalty` (algo.overlong_buffer > 0) on each sample's last response (a self-repair
+    episode's: each turn has its `max_len`, rollout.max_new_tokens); self-repair's `turn_shaping`
+    (algo.turn_cost or algo.first_turn_bonus).
+
+    Args:
+        rewards: (N,) the judge's rewards (any value where not `valid`).
+        valid: (N,) bool, the samples the judge scored; the others get no term.
+        last_lengths: (N,) tokens of each sample's last response.
+        turns: (N,) turns of each sample's episode (1 without self-repair).
+        passed: (N,) bool, each sample's last program passed the hidden tests.
+
+    Returns:
+        The (N,) rewards, and each term's mean over the valid samples (0.0 without one) as
+        reward/overlong_penalty and reward/turn_shaping, for the terms that are on.
+    """
+    metrics: dict[str, float] = {}
+    if algo.overlong_buffer:
+        penalty = overlong_penalty(last_lengths, max_len, algo.overlong_buffer, algo.overlong_penalty)
+        rewards = rewards + torch.where(valid, penalty, 0.0)
+        metrics["reward/overlong_penalty"] = float(penalty[valid].mean()) if valid.any() else 0.0
+    if algo.turn_cost or algo.first_turn_bonus:
+        shaping = turn_shaping(turns, passed, algo.turn_cost, algo.first_turn_bonus)
+        rewards = rewards + torch.where(valid, shaping, 0.0)
+        metrics["reward/turn_shaping"] = float(shaping[valid].mean()) if valid.any() else 0.0
+    return rewards, metrics
 
 
 def outcome_token_rewards(
