@@ -11,8 +11,9 @@ random model almost never emits EOS, so responses end at a random set of stop to
 uniform model would average --mean-frac of the cap (bench/rollout.py's trick): lengths spread from a few
 tokens to the cap, as a reasoning model's do.
 
-1. `--steps` whole steps through the loop's own functions (`sample_step`, then `update_step`: generate,
-   judge, old-policy and reference log-probs, update, weight sync), after `--warmup` steps.
+1. `--steps` whole steps through the loop's own parts (the run's sampler: generate and judge; then
+   `batch_with_advantages`, `update`: old-policy and reference log-probs, update; weight sync), after
+   `--warmup` steps.
 2. Then each part alone on the same roles and the last step's prompts: generate, judge, the batch's
    old-policy forward, the reference forward, the update, the weight sync.
 Reports step time, the sum of the parts, their ratio (the loop's overhead; goal <= 1.15), and tokens/s
@@ -54,6 +55,7 @@ from codefu.orchestrator.cli import load_splits, load_tokenizer  # noqa: E402
 from codefu.orchestrator.config import RunConfig  # noqa: E402
 from codefu.orchestrator.episodes import EpisodePlan  # noqa: E402
 from codefu.orchestrator.roles import Roles, run_layout  # noqa: E402
+from codefu.orchestrator.samplers import Sampled, make_sampler, sampling_params  # noqa: E402
 from codefu.orchestrator.scoring import JudgeScorer  # noqa: E402
 from codefu.types import Problem  # noqa: E402
 
@@ -133,15 +135,20 @@ def main() -> int:
         scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
     plan = EpisodePlan.of(cfg.rollout, tokenizer)
+    sampler = make_sampler(cfg, roles, scorer, loader, encode, plan)
     try:
         steps = []
         for step in range(args.warmup + args.steps):
             timer = StepTimer()
             t0 = time.perf_counter()
-            sampled = loop.sample_step(cfg, roles, scorer, loader, encode, plan, step, timer)
+            sampled = sampler.sample(step, timer)
             t1 = time.perf_counter()
             memory = dict(roles.memory_metrics)  # the generation phase's: offload, KV cache
-            trained = loop.update_step(cfg, roles, sampled, timer, step)
+            batch, rewards, trained = loop.batch_with_advantages(cfg, sampled)
+            trained |= loop.update(cfg, roles, batch, rewards, timer, step)
+            if loop.policy_trains(cfg, step):
+                with timer.phase("sync"):
+                    roles.sync_weights()
             # the update alone (train_s less it: the reference pass), its recompiles, weight moves, memory
             moves = ("timing/update", "compile/", "timing/reload", "timing/reference", "memory/")
             memory |= {k: v for k, v in trained.items() if k.startswith(moves)}
@@ -206,7 +213,7 @@ class RealPrograms:
         self.scorer.close()
 
 
-def step_record(timing: dict[str, float], sampled: loop.Sampled) -> dict[str, float]:
+def step_record(timing: dict[str, float], sampled: Sampled) -> dict[str, float]:
     prompt = sum(len(c.prompt_ids) for c in sampled.completions)
     response = sum(len(c.token_ids) for c in sampled.completions)
     lengths = sorted(len(c.token_ids) for c in sampled.completions)
@@ -221,10 +228,10 @@ def step_record(timing: dict[str, float], sampled: loop.Sampled) -> dict[str, fl
     }
 
 
-def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: loop.Sampled, encode) -> dict[str, float]:
+def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: Sampled, encode) -> dict[str, float]:
     """Each phase of a step by itself, on the last step's prompts and batch."""
     problems = list({id(p): p for p in sampled.problems}.values())
-    sampling = loop.sampling_params(cfg, cfg.rollout.n, seed=12345)
+    sampling = sampling_params(cfg, cfg.rollout.n, seed=12345)
     out: dict[str, float] = {}
     t = time.perf_counter()
     completions = roles.generate([encode(p) for p in problems], sampling)

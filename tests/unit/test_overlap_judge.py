@@ -13,7 +13,7 @@ from codefu.judge.judge import JudgeConfig
 from codefu.observability import metrics
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.episodes import EpisodePlan
-from codefu.orchestrator.loop import (
+from codefu.orchestrator.samplers import (
     episodes_as_they_finish,
     judged_as_they_finish,
     turn_judged_while_decoding,
