@@ -10,8 +10,10 @@ judge replicas through a Ray Serve handle.
 Every client is untrusted (docs/serve.md, "Threat model"):
 - bodies: a body must arrive within `body_timeout_s`, with no gap over `body_idle_s`, or the request is
   408; bodies being read or parsed hold at most `max_body_memory_bytes` of the front's memory between
-  them (a request waits for its share before its body is read, so TCP holds the rest back), and are
-  parsed off the event loop, so /health answers while large uploads are parsed;
+  them (those over SMALL_BODY; the small ones a pool of their own, so large uploads that stall hold up
+  only other large ones). A request waits for its share before its body is read, so TCP holds the rest
+  back. Bodies are read into one buffer and freed once decoded, and parsed off the event loop, so
+  /health answers while large uploads are parsed;
 - backpressure: at most `max_pending` requests are in the service at once (queued at the replicas or
   running), counted once their body is read: uploads that stall count against no one. One more is
   answered 503 with Retry-After at once instead of waiting behind them;
@@ -43,7 +45,8 @@ from codefu.serve.protocol import (
     JudgeRequest,
     RunCodeRequest,
     ServiceLimits,
-    parse_json,
+    decode_body,
+    parse_json_text,
     parse_judge,
     parse_run_code,
     verdict_record,
@@ -53,6 +56,8 @@ from codefu.types import Problem, Status, Verdict
 log = logging.getLogger(__name__)
 NODE_HEADER = "X-Codefu-Node"  # the address of the node whose replica answered
 INLINE_PARSE_BYTES = 64 << 10  # smaller bodies are parsed on the event loop: a thread hop costs more
+SMALL_BODY = 1 << 20  # a body declared up to this size takes its memory from the small bodies' pool
+SMALL_BODIES_MEMORY = 64 << 20
 
 
 @dataclass
@@ -65,7 +70,7 @@ class ServiceSettings:
     python_checkers: frozenset[str] = frozenset()  # the operator's (--python-checker), besides built-ins
     body_timeout_s: float = 60.0  # a body must arrive whole within this (64 MB at ~1 MB/s)
     body_idle_s: float = 10.0  # ... with no gap longer than this
-    max_body_memory_bytes: int = 0  # bodies read or parsed at once hold at most this (0: 2 x max_body_bytes)
+    max_body_memory_bytes: int = 0  # large bodies being read or parsed hold this (0: max_body_bytes)
 
 
 class Busy(Exception):
@@ -161,7 +166,9 @@ def build_app(
     raising while they are not up."""
     metrics = Metrics()
     state = {"in_flight": 0}
-    bodies = BodyMemory(settings.max_body_memory_bytes or 2 * settings.limits.max_body_bytes)
+    # two pools, so that uploads of large bodies that stall hold up other large ones only
+    small_bodies = BodyMemory(SMALL_BODIES_MEMORY)
+    large_bodies = BodyMemory(settings.max_body_memory_bytes or settings.limits.max_body_bytes)
 
     async def handle(
         request: Request, endpoint: str, parse: Callable[[Any], Any], call: Callable[[Any], Any]
@@ -177,13 +184,13 @@ def build_app(
                 raise Busy  # no use reading a body that would not be admitted
             size = _declared_size(request, settings.limits.max_body_bytes)
             try:
+                bodies = small_bodies if size <= SMALL_BODY else large_bodies
                 async with bodies.hold(size, settings.body_timeout_s):
-                    raw = await _read_body(request, settings)
-                    if len(raw) <= INLINE_PARSE_BYTES:
-                        parsed = parse(parse_json(raw))
+                    body = [await _read_body(request, settings, size)]
+                    if len(body[0]) <= INLINE_PARSE_BYTES:
+                        parsed = _parsed(parse, body)
                     else:  # a thread of its own: parsing megabytes would stall every other request
-                        parsed = await asyncio.to_thread(_parsed, parse, raw)
-                    del raw
+                        parsed = await asyncio.to_thread(_parsed, parse, body)
                     if state["in_flight"] >= settings.max_pending:
                         raise Busy
                     state["in_flight"] += 1
@@ -298,8 +305,11 @@ def _authorize(request: Request, token: str | None) -> None:
         raise Unauthorized
 
 
-def _parsed(parse: Callable[[Any], Any], raw: bytes) -> Any:
-    return parse(parse_json(raw))
+def _parsed(parse: Callable[[Any], Any], body: list[bytearray]) -> Any:
+    """`parse` of the JSON in `body`'s one item, which is taken out: the bytes are freed once decoded, so
+    a body's bytes, text and parsed value are never all held at once."""
+    text = decode_body(body.pop())
+    return parse(parse_json_text(text))
 
 
 def _declared_size(request: Request, most: int) -> int:
@@ -314,30 +324,41 @@ def _declared_size(request: Request, most: int) -> int:
     return int(declared)
 
 
-async def _read_body(request: Request, settings: ServiceSettings) -> bytes:
-    """The whole body, or 408 when it is slower than the settings allow, 413 when it grows too big."""
+async def _read_body(request: Request, settings: ServiceSettings, declared: int) -> bytearray:
+    """The whole body (one buffer of its declared size, filled in place: no copy of the chunks), or
+    408 when it is slower than the settings allow, 413 when it grows past the limit.
+
+    One timer rescheduled per chunk rather than a wait_for per chunk: a task per chunk ends in an
+    exception whose traceback holds this frame, and so the buffer, until the cycle collector runs."""
     most = settings.limits.max_body_bytes
-    deadline = time.monotonic() + settings.body_timeout_s
-    chunks, size = [], 0
-    stream = request.stream().__aiter__()
-    while True:
-        wait = min(settings.body_idle_s, deadline - time.monotonic())
-        try:
-            if wait <= 0:
-                raise TimeoutError
-            chunk = await asyncio.wait_for(anext(stream), wait)
-        except StopAsyncIteration:
-            return b"".join(chunks)
-        except TimeoutError:
-            raise BadRequest(
-                f"the body did not arrive in time ({size} bytes read; the service allows "
-                f"{settings.body_timeout_s:g} s for a body, with no gap over {settings.body_idle_s:g} s)",
-                408,
-            ) from None
-        size += len(chunk)
-        if size > most:
-            raise BadRequest(f"the body is over this service's limit of {most} bytes", 413)
-        chunks.append(chunk)
+    known = request.headers.get("content-length") is not None
+    body = bytearray(declared if known else 0)
+    size = 0
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.body_timeout_s
+    try:
+        async with asyncio.timeout(min(deadline, loop.time() + settings.body_idle_s)) as timer:
+            async for chunk in request.stream():
+                if size + len(chunk) > (declared if known else most):  # h11 holds one to its length
+                    raise BadRequest(f"the body is over this service's limit of {most} bytes", 413)
+                if known:
+                    body[size : size + len(chunk)] = chunk
+                else:
+                    body += chunk
+                size += len(chunk)
+                timer.reschedule(min(deadline, loop.time() + settings.body_idle_s))
+    except TimeoutError:
+        body.clear()
+        raise BadRequest(
+            f"the body did not arrive in time ({size} bytes read; the service allows "
+            f"{settings.body_timeout_s:g} s for a body, with no gap over {settings.body_idle_s:g} s)",
+            408,
+        ) from None
+    except BaseException:
+        body.clear()
+        raise
+    del body[size:]  # a client that sent less than it declared
+    return body
 
 
 async def _unless_gone(request: Request, call: Any) -> tuple[Any, str]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import logging
 import os
 import resource
@@ -116,7 +115,6 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
     sandbox = SandboxConfig(kind="none" if args.unsafe_no_sandbox else "bwrap")
     work_dir = make_work_dir(None)
     check_reachable(work_dir, sandbox)  # here, with a clear message, not as a replica's traceback
-    _return_freed_memory()
     _raise_open_files_limit()
     joining = bool(os.environ.get("RAY_ADDRESS"))  # a `codefu launch` cluster; else a Ray of our own
     auth = os.environ.get("RAY_AUTH_MODE", "token")
@@ -206,18 +204,6 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
         finally:
             ray.shutdown()
             sweep_run_dirs(work_dir)  # the folders of replicas that did not close in time
-
-
-def _return_freed_memory() -> None:
-    """glibc keeps freed memory for reuse, raising its mmap threshold after each large free: a front
-    that parsed a few 60 MB bodies would hold gigabytes. A fixed threshold gives large blocks (bodies,
-    their strings) back to the system when freed."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc: nothing to tune
-        return
-    m_mmap_threshold = -3
-    libc.mallopt(m_mmap_threshold, 256 << 10)
 
 
 def _raise_open_files_limit() -> None:

@@ -353,12 +353,20 @@ def verdict_record(problem: Problem, verdict: Verdict, reward: str) -> dict[str,
 # ---- fields ---------------------------------------------------------------------------------------
 
 
-def parse_json(raw: bytes) -> Any:
+def parse_json(raw: bytes | bytearray) -> Any:
     """The body as JSON in UTF-8 (RFC 8259), under `_load_json`'s rules."""
+    return parse_json_text(decode_body(raw))
+
+
+def decode_body(raw: bytes | bytearray) -> str:
+    """The body's text: UTF-8, a byte-order mark (which some clients write) skipped."""
     try:
-        text = raw.decode("utf-8-sig")  # a byte-order mark, which some clients write, is skipped
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         raise BadRequest(f"the body is not valid JSON (not UTF-8: {e.reason} at byte {e.start})") from None
+
+
+def parse_json_text(text: str) -> Any:
     return _load_json(text, "the body")
 
 
