@@ -37,9 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from helpers.serve_load import rss_bytes  # noqa: E402
-from helpers.served import Served, cleanup, reply_of, start_server  # noqa: E402
-
-SPIN_PY = "while True:\n    pass"
+from helpers.served import Served, cleanup, reply_of, spin_judge_body, start_server  # noqa: E402
 
 
 def main() -> None:
@@ -178,13 +176,7 @@ def fuzz(served: Served) -> dict[str, Any]:
 def stop_mid_work() -> dict[str, Any]:
     served = start_server()
     try:
-        problem = {
-            "name": "spin",
-            "statement": "",
-            "time_limit_s": 60,
-            "tests": [{"input": "", "output": "1"}],
-        }
-        body = json.dumps({"response": f"```python\n{SPIN_PY}\n```", "problem": problem}).encode()
+        body = spin_judge_body(60)
         socks = [served.upload("/judge", len(body), body), served.upload("/run_code", 1000, b"{")]
         socks.append(served.upload("/run_code", 0))
         deadline = time.monotonic() + 60

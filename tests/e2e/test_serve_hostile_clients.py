@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.served import cleanup, reply_of, start_server
+from helpers.served import SPIN_PY, cleanup, reply_of, spin_judge_body, start_server
 
 pytestmark = pytest.mark.slow
 
-SPIN_PY = "while True:\n    pass"
 BODY_IDLE_S = 10  # codefu.serve.app.ServiceSettings.body_idle_s
 
 
@@ -90,16 +89,9 @@ def test_large_bodies_at_once_keep_the_service_answering(server):
 @pytest.mark.parametrize("endpoint", ["run_code", "judge"])
 def test_a_client_that_leaves_has_its_program_killed_at_once(server, endpoint):
     if endpoint == "run_code":
-        body = {"code": SPIN_PY, "language": "python", "run_timeout": 30}
+        raw = json.dumps({"code": SPIN_PY, "language": "python", "run_timeout": 30}).encode()
     else:
-        problem = {
-            "name": "spin",
-            "statement": "",
-            "time_limit_s": 30,
-            "tests": [{"input": "", "output": "1"}],
-        }
-        body = {"response": f"```python\n{SPIN_PY}\n```", "problem": problem}
-    raw = json.dumps(body).encode()
+        raw = spin_judge_body(30)
     sock = server.upload(f"/{endpoint}", len(raw), raw)
     wait_for_program(server)
     left_at = time.monotonic()
@@ -123,13 +115,7 @@ def test_sigterm_mid_work_stops_within_30_s_and_leaves_nothing():
     served = start_server()
     try:
         # a program that would run for a minute, a stalled upload, an idle keep-alive connection
-        problem = {
-            "name": "spin",
-            "statement": "",
-            "time_limit_s": 60,
-            "tests": [{"input": "", "output": "1"}],
-        }
-        body = json.dumps({"response": f"```python\n{SPIN_PY}\n```", "problem": problem}).encode()
+        body = spin_judge_body(60)
         running = served.upload("/judge", len(body), body)
         stalled = served.upload("/run_code", 1000, b"{")
         idle = served.upload("/run_code", 0)

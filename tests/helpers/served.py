@@ -168,6 +168,20 @@ def processes_of(tmp: str, root: int | None = None) -> list[int]:
     return sorted(mine)
 
 
+SPIN_PY = "while True:\n    pass"
+
+
+def spin_judge_body(time_limit_s: float) -> bytes:
+    """A /judge body whose one test spins for its whole time limit."""
+    problem = {
+        "name": "spin",
+        "statement": "",
+        "time_limit_s": time_limit_s,
+        "tests": [{"input": "", "output": "1"}],
+    }
+    return json.dumps({"response": f"```python\n{SPIN_PY}\n```", "problem": problem}).encode()
+
+
 def reply_of(sock: socket.socket, timeout: float) -> str:
     """What the server answers on a raw connection (status line, headers, body) within `timeout`."""
     sock.settimeout(timeout)
