@@ -145,3 +145,19 @@ def test_a_private_tmpdir_is_a_clear_error_before_anything_starts():
     assert r.returncode == 2, r.stderr[-2000:]
     assert "Traceback" not in r.stderr and "cannot enter" in r.stderr, r.stderr[-2000:]
     assert r.stderr.strip().count("\n") == 0, r.stderr  # one line
+
+
+def test_the_services_ray_refuses_a_peer_without_its_token(server, tmp_path):
+    # Ray's own ports listen on every interface (docs/serve.md, "Threat model"): its token is the guard
+    ports = list((Path(server.tmp) / "ray" / "session_latest").glob("gcs_server_port_*"))
+    assert ports, "the service's Ray session has no GCS port file"
+    address = f"127.0.0.1:{ports[0].read_text().strip()}"
+    probe = "import sys, ray\ntry:\n    ray.init(address=sys.argv[1])\nexcept Exception as e:\n    sys.exit(f'refused: {e}')"
+    base = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    stranger = base | {"HOME": str(tmp_path), "RAY_AUTH_MODE": "disabled"}  # no token, asks for no auth
+    argv = [sys.executable, "-c", probe, address]
+    r = subprocess.run(argv, env=stranger, capture_output=True, text=True, timeout=180)
+    assert r.returncode != 0, r.stdout[-2000:] + r.stderr[-2000:]
+    operator = base | {"RAY_AUTH_MODE": "token"}  # the operator's own token (~/.ray/auth_token) gets in
+    r = subprocess.run(argv, env=operator, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
