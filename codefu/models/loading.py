@@ -18,9 +18,14 @@ log = logging.getLogger(__name__)
 DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AMX, AVX512-BF16); elsewhere bf16 is emulated."""
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def warn_if_slow_on_cpu(dtype: torch.dtype) -> None:
     """bf16 on a CPU without native bf16 (AMX, AVX512-BF16) is emulated: slower than fp32, not faster."""
-    if dtype == torch.bfloat16 and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+    if dtype == torch.bfloat16 and not cpu_has_native_bf16():
         log.warning(
             "bfloat16 on a CPU without native bf16 support runs slower than float32: "
             "set trainer.dtype / rollout.dtype to float32"

@@ -81,7 +81,8 @@ class ProbeResult:
 def probe_update(worker: Any, batch: Batch) -> ProbeResult:
     """One `worker.update(batch)` with the worker's own log-probs as the old policy (ratio 1); the change
     of every row's mean response log-prob, and the share of compute-dtype parameters that moved."""
-    before_weights = worker.state_dict_for_sync(to_cpu=True)
+    # cloned: in float32 on a CPU the state dict holds the parameters themselves, which the update changes
+    before_weights = {k: v.clone() for k, v in worker.state_dict_for_sync(to_cpu=True).items()}
     before = worker.compute_logprobs(batch)
     batch.old_logprobs = before
     metrics = worker.update(batch)
