@@ -100,12 +100,17 @@ def select_tests(problem: Problem, which: TestSet, max_tests: int | None, seed: 
     return [tests[i] for i in sorted(chosen)]
 
 
+def untested_problems(problems: Sequence[Problem], reward: str) -> list[str]:
+    """The names of the problems without any of the tests `reward` is computed over."""
+    which = reward_spec(reward).tests
+    return [p.name for p in problems if not select_tests(p, which, None, 0)]
+
+
 def check_tested(problems: Sequence[Problem], reward: str, source: str) -> None:
     """CodefuError naming `source` (a dataset as the user gave it) and its first problem without any of
     the tests `reward` is computed over: the judge could only answer SANDBOX_ERROR for it, every time."""
     which = reward_spec(reward).tests
-    untested = [p.name for p in problems if not select_tests(p, which, None, 0)]
-    if untested:
+    if untested := untested_problems(problems, reward):
         more = f" (and {len(untested) - 1} more)" if len(untested) > 1 else ""
         raise CodefuError(
             f"{source}: problem {untested[0]!r}{more} has no {which} tests to judge with (reward {reward})"

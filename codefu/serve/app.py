@@ -182,11 +182,12 @@ def build_app(
             _authorize(request, settings.token)
             if state["in_flight"] >= settings.max_pending:
                 raise Busy  # no use reading a body that would not be admitted
-            size = _declared_size(request, settings.limits.max_body_bytes)
+            declared = _declared_size(request, settings.limits.max_body_bytes)
+            size = settings.limits.max_body_bytes if declared is None else declared  # chunked: the most
             try:
                 bodies = small_bodies if size <= SMALL_BODY else large_bodies
                 async with bodies.hold(size, settings.body_timeout_s):
-                    body = [await _read_body(request, settings, size)]
+                    body = [await _read_body(request, settings, declared)]
                     if len(body[0]) <= INLINE_PARSE_BYTES:
                         parsed = _parsed(parse, body)
                     else:  # a thread of its own: parsing megabytes would stall every other request
@@ -312,11 +313,11 @@ def _parsed(parse: Callable[[Any], Any], body: list[bytearray]) -> Any:
     return parse(parse_json_text(text))
 
 
-def _declared_size(request: Request, most: int) -> int:
-    """The body's declared length (413 over `most`); `most` when none is declared (chunked)."""
+def _declared_size(request: Request, most: int) -> int | None:
+    """The body's declared length (413 over `most`); None when none is declared (chunked)."""
     declared = request.headers.get("content-length")
     if declared is None:
-        return most
+        return None
     if not declared.isdigit():  # uvicorn refuses these first; kept for any other server
         raise BadRequest(f"Content-Length: {declared[:40]!r} is not a number of bytes")
     if len(declared) > 18 or int(declared) > most:
@@ -324,27 +325,26 @@ def _declared_size(request: Request, most: int) -> int:
     return int(declared)
 
 
-async def _read_body(request: Request, settings: ServiceSettings, declared: int) -> bytearray:
-    """The whole body (one buffer of its declared size, filled in place: no copy of the chunks), or
+async def _read_body(request: Request, settings: ServiceSettings, declared: int | None) -> bytearray:
+    """The whole body (with a declared size, one buffer of it filled in place: no copy of the chunks), or
     408 when it is slower than the settings allow, 413 when it grows past the limit.
 
     One timer rescheduled per chunk rather than a wait_for per chunk: a task per chunk ends in an
     exception whose traceback holds this frame, and so the buffer, until the cycle collector runs."""
-    most = settings.limits.max_body_bytes
-    known = request.headers.get("content-length") is not None
-    body = bytearray(declared if known else 0)
+    most = settings.limits.max_body_bytes if declared is None else declared  # h11 holds one to its length
+    body = bytearray(declared or 0)
     size = 0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.body_timeout_s
     try:
         async with asyncio.timeout(min(deadline, loop.time() + settings.body_idle_s)) as timer:
             async for chunk in request.stream():
-                if size + len(chunk) > (declared if known else most):  # h11 holds one to its length
+                if size + len(chunk) > most:
                     raise BadRequest(f"the body is over this service's limit of {most} bytes", 413)
-                if known:
-                    body[size : size + len(chunk)] = chunk
-                else:
+                if declared is None:
                     body += chunk
+                else:
+                    body[size : size + len(chunk)] = chunk
                 size += len(chunk)
                 timer.reschedule(min(deadline, loop.time() + settings.body_idle_s))
     except TimeoutError:

@@ -30,7 +30,7 @@ from codefu.data.sources.jsonl import RowError, parse_problem
 from codefu.judge.checker import python_checker_refusal
 from codefu.judge.extract import Program
 from codefu.judge.judge import SingleRun
-from codefu.judge.rewards import compute_reward, reward_spec, select_tests
+from codefu.judge.rewards import compute_reward, reward_spec, untested_problems
 from codefu.judge.sandbox import Limits
 from codefu.types import LANGUAGES, CheckerSpec, Problem, Verdict, checker_files_error
 
@@ -288,8 +288,8 @@ def _check_tests(problem: Problem, form: _Form, reward: str, limits: ServiceLimi
     tests = len(problem.public_tests) + len(problem.private_tests)
     if tests > limits.max_tests:
         raise BadRequest(f"{form.key}: {tests} tests, over this service's limit of {limits.max_tests}", 413)
-    which = reward_spec(reward).tests
-    if not select_tests(problem, which, None, 0):  # else the judge's own "no tests" error, SANDBOX_ERROR
+    if untested_problems([problem], reward):  # else the judge's own "no tests" error, SANDBOX_ERROR
+        which = reward_spec(reward).tests
         raise BadRequest(
             f"{form.key}: the problem has no tests for the {reward} reward, which judges {which} tests"
         )
