@@ -56,6 +56,8 @@ class InputFiles:
                     self._evict()
 
     def _evict(self) -> None:
+        if self._idle_bytes <= self.keep_bytes:  # the usual case: no copy of the keys on every run
+            return
         for key in list(self._entries):
             if self._idle_bytes <= self.keep_bytes:
                 return
