@@ -157,7 +157,8 @@ def resolve_model(cfg: RunConfig) -> RunConfig:
 
 
 def load_splits(cfg: RunConfig) -> tuple[list[Problem], list[Problem]]:
-    """(training, held-out) problems. The starter set has a recorded split (codefu/data/starter/split.json);
+    """(training, held-out) problems. The starter set has a recorded split (codefu/data/starter/split.json:
+    train, and validation held out; its test split is never loaded here);
     another dataset without `data.val` gives `data.val_fraction` of its problems, drawn with `data.seed`.
     With several datasets (`data.train` a list) each is split so, the training problems are marked with
     their dataset's index (Problem.extra[DATASET_KEY]) for `training_loader`, and the held-out sets join."""
@@ -205,14 +206,16 @@ def _load(cfg: RunConfig, source: str, key: str) -> list[Problem]:
 
 
 def _split(cfg: RunConfig, source: str, key: str) -> tuple[list[Problem], list[Problem]]:
-    """One dataset's (training, held-out) problems; with `data.val` set, all of a dataset but the starter
-    set's recorded held-out problems trains, and the held-out list is empty (data.val's are the caller's)."""
+    """One dataset's (training, held-out) problems; the starter set's are its recorded train and validation
+    splits (its test split is neither). With `data.val` set, all of another dataset trains, and the
+    held-out list is empty (data.val's are the caller's)."""
     problems = _load(cfg, source, key)
     if source == "starter":
         from codefu.data.starter import starter_split
 
-        heldout = set(starter_split()["heldout"])
-        return [p for p in problems if p.name not in heldout], [p for p in problems if p.name in heldout]
+        split = starter_split()
+        train, validation = set(split["train"]), set(split["validation"])
+        return [p for p in problems if p.name in train], [p for p in problems if p.name in validation]
     if cfg.data.val is not None:
         return problems, []
     import random

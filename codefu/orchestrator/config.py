@@ -23,11 +23,12 @@ from codefu.trainer.config import TrainerConfig
 @dataclass
 class DataConfig:
     train: str | list[TrainSource] = "starter"
-    """Problems to train on: "starter" (the bundled set, minus its recorded held-out split) or a verl-schema
+    """Problems to train on: "starter" (the bundled set's recorded train split) or a verl-schema
     parquet / problems JSONL path; or several datasets, a list of {path, weight}: each step's prompts are
     drawn from them in proportion to their weights (codefu/data/mixing.py, docs/data.md)."""
     val: str | None = None
-    """Held-out problems; None: the starter set's recorded held-out split (codefu/data/starter/split.json),
+    """Held-out problems the loop validates on; None: the starter set's recorded validation split
+    (codefu/data/starter/split.json; its test split is for reported results only),
     or for another dataset `val_fraction` of its problems, fixed by `seed` (of each dataset of a list)."""
     val_fraction: float = 0.2
     """Share of a dataset held out when `val` is None (not used by the starter set: its split is fixed)."""

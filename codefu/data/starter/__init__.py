@@ -60,8 +60,9 @@ def _problem(rec: dict[str, Any]) -> Problem:
 
 
 def starter_split() -> dict[str, list[str]]:
-    """The recorded train / held-out split by problem name (split.json, written by tools/starter/split.py):
-    {"train": [...], "heldout": [...]}. `codefu train` never trains on the held-out problems."""
+    """The recorded split by problem name (split.json, written by tools/starter/split.py):
+    {"train": [...], "validation": [...], "test": [...]}. `codefu train` trains on train and validates on
+    validation; test is for reported results only. Near-copies never cross splits (tools/starter/split.py)."""
     text = resources.files(__name__).joinpath("split.json").read_text(encoding="utf-8")
     return json.loads(text)
 
