@@ -7,6 +7,8 @@ from codefu.models.loading import (
     DTYPE_BY_NAME,
     load_model,
     model_problem,
+    native_dtype_name,
+    resolve_dtype_name,
     resolve_source,
     warn_if_slow_on_cpu,
 )
@@ -17,6 +19,8 @@ __all__ = [
     "SMOLLM2_FILE",
     "load_model",
     "model_problem",
+    "native_dtype_name",
+    "resolve_dtype_name",
     "resolve_source",
     "smollm2_gguf",
     "warn_if_slow_on_cpu",

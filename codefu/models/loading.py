@@ -23,6 +23,20 @@ def cpu_has_native_bf16() -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
+def native_dtype_name(device: torch.device | str) -> str:
+    """bfloat16 where it is computed natively (a GPU; a CPU with AMX or AVX512-BF16), else float32:
+    what a dtype of "auto" means. Emulated bf16 is not a saving: ~100x slower matmuls than fp32 on a
+    2-core AMD EPYC without it (docs/LOG.md, 2026-12-06)."""
+    if torch.device(device).type == "cuda":
+        return "bfloat16"
+    return "bfloat16" if torch.device(device).type == "cpu" and cpu_has_native_bf16() else "float32"
+
+
+def resolve_dtype_name(name: str, device: torch.device | str) -> str:
+    """A configured dtype name with "auto" replaced by `native_dtype_name(device)`."""
+    return native_dtype_name(device) if name == "auto" else name
+
+
 def warn_if_slow_on_cpu(dtype: torch.dtype) -> None:
     """bf16 on a CPU without native bf16 (AMX, AVX512-BF16) is emulated: slower than fp32, not faster."""
     if dtype == torch.bfloat16 and not cpu_has_native_bf16():

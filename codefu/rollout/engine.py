@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import Tensor
 
-from codefu.models import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
+from codefu.models import DTYPE_BY_NAME, load_model, resolve_dtype_name, warn_if_slow_on_cpu
 from codefu.rollout.types import Completion, SamplingParams
 
 
@@ -39,7 +39,8 @@ class EngineSettings:
     """How an engine runs, whatever model it serves (the `rollout:` keys beside the sampling ones)."""
 
     dtype: str = "float32"
-    """float32 | bfloat16 | float16 (a GGUF is dequantised to this)."""
+    """float32 | bfloat16 | float16 (a GGUF is dequantised to this) | auto: bfloat16 on a GPU or a CPU that
+    computes it natively (AMX, AVX512-BF16), else float32."""
     device: str = "cpu"
     """"cpu", "cuda", "cuda:1", ..."""
     batch_size: int = 16
@@ -108,7 +109,8 @@ def eos_ids(generation_config: Any, hf_config: Any, tokenizer: Any) -> set[int]:
 
 def load_for_engine(config: EngineConfig) -> tuple[Any, Any]:
     """(model, tokenizer or None) for an engine, loaded as the trainer loads its policy."""
-    model, tokenizer = load_model(config.model, config.gguf_file, config.dtype)
+    dtype = resolve_dtype_name(config.dtype, config.device)
+    model, tokenizer = load_model(config.model, config.gguf_file, dtype)
     if torch.device(config.device).type == "cpu":
-        warn_if_slow_on_cpu(DTYPE_BY_NAME[config.dtype])
+        warn_if_slow_on_cpu(DTYPE_BY_NAME[dtype])
     return model, tokenizer

@@ -30,7 +30,8 @@ class TrainerConfig:
     device: str = "auto"
     """"auto" = cuda when available (this rank's GPU, LOCAL_RANK), else cpu."""
     dtype: str = "auto"
-    """Compute dtype (FSDP param_dtype): "auto" = bfloat16 on GPU, float32 on CPU. Reductions: fp32."""
+    """Compute dtype (FSDP param_dtype): "auto" = bfloat16 on a GPU or a CPU that computes it natively
+    (AMX, AVX512-BF16), float32 on other CPUs (emulated bf16 is far slower). Reductions: fp32."""
     master_dtype: str = "float32"
     """Dtype of the stored (sharded) parameters, their gradients and AdamW state. float32 is standard mixed
     precision; "bfloat16" halves memory (pure-bf16 training, like a plain `model.bfloat16()` loop)."""

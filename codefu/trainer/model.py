@@ -18,7 +18,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 from torch.utils.checkpoint import checkpoint
 
 from codefu.algo.logprobs import entropy_from_logits, linear_token_logprobs, token_logprobs_from_logits
-from codefu.models.loading import DTYPE_BY_NAME, load_model, warn_if_slow_on_cpu
+from codefu.models.loading import DTYPE_BY_NAME, load_model, native_dtype_name, warn_if_slow_on_cpu
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
 from codefu.trainer.packing import PackedLayout, enable_packing, packed_attention_mask
@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def compute_dtype(cfg: TrainerConfig, device: torch.device) -> torch.dtype:
-    """bf16 on GPU and fp32 on CPU unless the config names one."""
+    """The config's dtype; "auto": bf16 where the device computes it natively, else fp32."""
     if cfg.dtype == "auto":
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
+        return DTYPE_BY_NAME[native_dtype_name(device)]
     dtype = DTYPE_BY_NAME[cfg.dtype]
     if device.type == "cpu":
         warn_if_slow_on_cpu(dtype)

@@ -306,3 +306,16 @@ def test_cuda_allocator_settings_must_be_name_value_pairs(settings):
 def test_cuda_allocator_settings_of_several_pairs_are_taken():
     cfg = TrainerConfig(cuda_allocator="expandable_segments:True,garbage_collection_threshold:0.8")
     assert cfg.cuda_allocator == "expandable_segments:True,garbage_collection_threshold:0.8"
+
+
+def test_auto_dtype_is_bf16_only_where_it_is_native(monkeypatch):
+    import codefu.models.loading as loading
+    from codefu.trainer.model import compute_dtype
+
+    monkeypatch.setattr(loading, "cpu_has_native_bf16", lambda: False)
+    assert loading.native_dtype_name("cpu") == "float32" and loading.native_dtype_name("cuda:0") == "bfloat16"
+    assert compute_dtype(TrainerConfig(dtype="auto"), torch.device("cpu")) == torch.float32
+    assert loading.resolve_dtype_name("float16", "cpu") == "float16"
+    monkeypatch.setattr(loading, "cpu_has_native_bf16", lambda: True)
+    assert compute_dtype(TrainerConfig(dtype="auto"), torch.device("cpu")) == torch.bfloat16
+    assert loading.resolve_dtype_name("auto", "cpu") == "bfloat16"

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from codefu.models import DTYPE_BY_NAME
+from codefu.models import DTYPE_BY_NAME, resolve_dtype_name
 from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
 from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.native.attention import AttentionMetadata
@@ -87,8 +87,8 @@ class NativeEngine:
         tokenizer: Any = None,
         generation_config: Any = None,
     ) -> None:
-        if config.dtype not in DTYPE_BY_NAME:
-            raise ValueError(f"dtype must be one of {sorted(DTYPE_BY_NAME)}, got {config.dtype!r}")
+        if config.dtype not in (*DTYPE_BY_NAME, "auto"):
+            raise ValueError(f"dtype must be auto or one of {sorted(DTYPE_BY_NAME)}, got {config.dtype!r}")
         for name in ("block_size", "max_num_seqs", "kv_cache_tokens"):
             if getattr(config, name) < 1:
                 raise ValueError(f"EngineConfig.{name} must be >= 1, got {getattr(config, name)}")
@@ -98,7 +98,7 @@ class NativeEngine:
             )
         self.config = config
         self.device = torch.device(config.device)
-        self.dtype = DTYPE_BY_NAME[config.dtype]
+        self.dtype = DTYPE_BY_NAME[resolve_dtype_name(config.dtype, config.device)]
         self.tokenizer = tokenizer
         self.block_size = config.block_size
         # groups of sequences sharing a prompt's pages, found on the host each decode step (rows 4-5 of its
