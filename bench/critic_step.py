@@ -9,6 +9,9 @@ replaced by a scalar head). Each timed step runs, in the loop's order: policy co
 compute_values, GAE (on the CPU, as the loop's driver does), critic update, policy update. The claim it
 checks (issue #17): the critic costs its own forward and backward and nothing else, i.e. about what the
 policy's forward and update cost, less the lm_head.
+
+Writes the result with the command, commit and machine to --out (bench/record.py; default
+docs/results/<date>-critic-<model>-<seq-len>x<seqs>.json; --json is the older name of --out).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from train_step import MODELS, synthetic_batch  # noqa: E402
 
+from bench import record  # noqa: E402
 from codefu.algo.advantages import gae  # noqa: E402
 from codefu.algo.shaping import outcome_token_rewards  # noqa: E402
 from codefu.trainer import TrainerConfig, TrainerWorker, init_distributed  # noqa: E402
@@ -46,12 +50,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=3, help="timed steps")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     p.add_argument("--device", default="auto")
-    p.add_argument("--json", type=Path, help="also write the result here")
+    record.add_out_argument(p, "critic-MODEL-SEQLENxSEQS", "--json")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    head = record.header(None if argv is None else ["bench/critic_step.py", *argv])
     init_distributed(device=args.device)
     device = resolve_device(args.device)
     cfg = TrainerConfig(
@@ -120,8 +125,12 @@ def main(argv: list[str] | None = None) -> dict:
         f"critic forward + GAE + update {critic_s:.2f} s ({100 * critic_s / policy_s:.0f}% of the policy's)"
     )
     print(json.dumps(result))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    name = f"critic-{args.model}-{args.seq_len}x{args.seqs_per_step}"
+    params = {k: v for k, v in vars(args).items() if k != "out"}
+    record.write(
+        record.resolve_out(args.out, name, smoke=args.model == "tiny"),
+        head | {"params": params, "results": result},
+    )
     torch.distributed.destroy_process_group()
     return result
 

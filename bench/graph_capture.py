@@ -2,7 +2,9 @@
 turn: the KV cache's allocation, and the capture of the CUDA graphs of the decode step (they hold the
 cache's addresses, so every release drops them; each bucket is captured again at its first use).
 
-    python bench/graph_capture.py --model qwen2.5-7b --max-num-seqs 256 --batch 128 --out F.json
+    python bench/graph_capture.py --model qwen2.5-7b --max-num-seqs 256 --batch 128
+
+(writes docs/results/<date>-graph-capture-<model>.json, or where --out says: bench/record.py)
 
 Random-init weights (bench/train_step.MODELS), bf16, one GPU. Per repetition: release, resume (the
 allocation), then every bucket captured largest first, timed one by one. The first repetition includes
@@ -14,17 +16,15 @@ capture at first use skips them.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import record  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 from codefu.rollout import EngineConfig, NativeEngine  # noqa: E402
 
@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--max-model-len", type=int, default=8192)
     p.add_argument("--gpu-memory-fraction", type=float, default=0.6)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--out", type=Path)
+    record.add_out_argument(p, "graph-capture-MODEL")
     return p.parse_args(argv)
 
 
@@ -66,6 +66,7 @@ def build_engine(args: argparse.Namespace) -> NativeEngine:
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    head = record.header(None if argv is None else ["bench/graph_capture.py", *argv])
     start = time.perf_counter()
     engine = build_engine(args)
     print(f"engine built in {time.perf_counter() - start:.1f} s: {engine.num_blocks} KV blocks", flush=True)
@@ -93,17 +94,15 @@ def main(argv: list[str] | None = None) -> dict:
             flush=True,
         )
     result = {
-        "command": "python bench/graph_capture.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {platform.python_version()}",
         "model": args.model,
         "max_num_seqs": args.max_num_seqs,
         "batch": args.batch,
         "kv_blocks": engine.num_blocks,
         "repeats": repeats,
     }
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+    params = {k: v for k, v in vars(args).items() if k != "out"}
+    out = record.resolve_out(args.out, f"graph-capture-{args.model}", smoke=args.model == "tiny")
+    record.write(out, head | {"params": params, "results": result})
     return result
 
 

@@ -1,6 +1,6 @@
 """`codefu serve` under hostile clients: the figures of issue #41's goals, on a real server on loopback.
 
-    python bench/serve_hostile.py --out docs/results/<date>-serve-hostile.json
+    python bench/serve_hostile.py          # writes docs/results/<date>-serve-hostile.json (bench/record.py)
 
 (a) front memory: the HTTP front's VmRSS (the `codefu serve` process alone: Ray's and the replicas'
     processes are not the front) idle, then sampled every 50 ms while --uploads clients each send a
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -34,31 +33,24 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench import record  # noqa: E402
 from helpers.serve_load import rss_bytes  # noqa: E402
 from helpers.served import Served, cleanup, reply_of, spin_judge_body, start_server  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, required=True, help="write the results (JSON) here")
+    record.add_out_argument(p, "serve-hostile")
     p.add_argument("--uploads", type=int, default=12, help="(a) concurrent large uploads")
     p.add_argument("--upload-mb", type=int, default=60, help="(a) size of each upload")
     p.add_argument("--max-pending", type=int, default=16, help="serve --max-pending; (b) stalls as many")
     args = p.parse_args()
-    result: dict[str, Any] = {
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "commit": _sh("git rev-parse HEAD"),
-        "dirty": bool(_sh("git status --porcelain --untracked-files=no")),
-        "machine": {
-            "nproc": os.cpu_count(),
-            "kernel": platform.release(),
-            "python": platform.python_version(),
-            "date": _sh("date -u +%FT%TZ"),
-            "uptime_before": _sh("uptime"),
-        },
-    }
+    out = record.resolve_out(args.out, "serve-hostile")
+    result: dict[str, Any] = record.header() | {"params": {k: v for k, v in vars(args).items() if k != "out"}}
+    result["machine"]["uptime_before"] = _sh("uptime")
     token = "bench-token"
     served = start_server("--max-pending", str(args.max_pending), token=token)
     try:
@@ -70,8 +62,7 @@ def main() -> None:
         cleanup(served)
     result["stop"] = stop_mid_work()
     result["machine"]["uptime_after"] = _sh("uptime")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    record.write(out, result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=1))
 
 

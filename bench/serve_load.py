@@ -1,6 +1,6 @@
 """`codefu serve` under load on loopback, against the in-process judge doing the same work.
 
-    python bench/serve_load.py --out docs/results/2026-12-02-serve-load.json
+    python bench/serve_load.py             # writes docs/results/<date>-serve-load.json (bench/record.py)
 
 Workload: 12 real codefu-easy problems (../shared/data/codefu-easy/train.parquet) with the correct and
 wrong C++/Python programs of tests/data/codefu_easy_solutions.json, --max-tests tests each.
@@ -26,9 +26,7 @@ served within 1.5x of in-process; (b) served >= 77% of in-process submissions/s,
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import random
 import re
 import subprocess
@@ -41,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench import record  # noqa: E402
 from codefu.data.loader import load_problems  # noqa: E402
 from codefu.data.sources.jsonl import parse_problem  # noqa: E402
 from codefu.judge import Judge, JudgeConfig  # noqa: E402
@@ -66,7 +65,7 @@ VERL_THREADS = max(32, (os.cpu_count() or 1) * 5)  # verl's check_correctness po
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, required=True, help="write the results (JSON) here")
+    record.add_out_argument(p, "serve-load")
     p.add_argument("--max-tests", type=int, default=10, help="tests per problem (serve --max-tests)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of (a) then (b), each with new sources")
     p.add_argument("--clients", type=int, default=64, help="concurrent /judge clients in (b)")
@@ -88,14 +87,10 @@ def main() -> None:
     p.add_argument("--skip-run-code", action="store_true", help="(b) only")
     args = p.parse_args()
 
-    machine = {
-        "nproc": os.cpu_count(),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "date": _sh("date"),
-        "uptime_before": _sh("uptime"),
-    }
-    print(f"{machine['date']}; {machine['nproc']} cores, kernel {machine['kernel']}")
+    out = record.resolve_out(args.out, "serve-load")
+    head = record.header()
+    machine = head["machine"] | {"uptime_before": _sh("uptime")}
+    print(f"{head['date']}; {machine['cores']} cores, kernel {machine['kernel']}")
     print(f"before: {machine['uptime_before']}", flush=True)
 
     problems = load_problems(DATASET)
@@ -111,10 +106,9 @@ def main() -> None:
         )
     )
     served = start_server("--max-tests", str(args.max_tests), "--max-pending", str(args.max_pending))
-    result: dict[str, Any] = {
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "args": {k: str(v) for k, v in vars(args).items()},
+    result: dict[str, Any] = head | {
         "machine": machine,
+        "params": {k: v for k, v in vars(args).items() if k != "out"},
     }
     try:
         memory: list[dict[str, Any]] = []
@@ -211,11 +205,9 @@ def main() -> None:
     result["judge_rounds"] = [{k: v for k, v in r.items() if k != "latencies_s"} for r in judge_rounds]
     result["memory"] = memory
     result["server_idle_during_in_process"] = idle
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    record.write(out, result)
     print(f"after: {machine['uptime_after']}")
     print(markdown(result))
-    print(f"wrote {args.out}")
 
 
 # ---- the workload ------------------------------------------------------------------------------------

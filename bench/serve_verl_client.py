@@ -34,12 +34,10 @@ calls one at a time (served /run_code against in-process `Judge.run_once`) for t
 from __future__ import annotations
 
 import argparse
-import datetime
 import importlib.util
 import json
 import multiprocessing
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -55,6 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from bench import record  # noqa: E402
 from codefu.data.loader import load_problems  # noqa: E402
 from codefu.data.sources.jsonl import parse_problem  # noqa: E402
 from codefu.judge import Judge, JudgeConfig  # noqa: E402
@@ -98,9 +97,8 @@ class Item:
 
 
 def main() -> None:
-    today = datetime.date.today().isoformat()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=REPO / "docs" / "results" / f"{today}-serve-verl-client.json")
+    record.add_out_argument(p, "serve-verl-client")
     p.add_argument("--rounds", type=int, default=3, help="rounds, each: new sources, then the same again")
     p.add_argument("--max-tests", type=int, default=10, help="private tests per problem (the judge's sample)")
     p.add_argument("--concurrency", type=int, default=64, help="verl's sandbox_fusion.max_concurrent")
@@ -127,8 +125,10 @@ def main() -> None:
     p.add_argument("--serve-flag", action="append", default=[], help="one more flag for codefu serve")
     args = p.parse_args()
 
-    machine = machine_info()
-    print(f"{machine['date']}; {machine['nproc']} cores, kernel {machine['kernel']}, ray {machine['ray']}")
+    out = record.resolve_out(args.out, "serve-verl-client")
+    head = record.header()
+    machine = machine_info(head["machine"])
+    print(f"{head['date']}; {machine['cores']} cores, kernel {machine['kernel']}, ray {machine['ray']}")
     print(f"before: {machine['uptime_before']}", flush=True)
     verl = verl_client()
     problems = load_problems(DATASET)
@@ -139,9 +139,8 @@ def main() -> None:
     served = start_server(*flags)
     semaphore = manager.Semaphore(args.concurrency) if manager else threading.Semaphore(args.concurrency)
     client_pids = [os.getpid()] + ([manager._process.pid] if manager else [])  # type: ignore[attr-defined]
-    result: dict[str, Any] = {
-        "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
-        "args": {k: str(v) for k, v in vars(args).items()},
+    result: dict[str, Any] = head | {
+        "params": {k: str(v) for k, v in vars(args).items() if k != "out"},
         "machine": machine,
         "serve_flags": flags,
         "verl_client": str(VERL.relative_to(REPO)),
@@ -208,11 +207,9 @@ def main() -> None:
     machine["uptime_after"] = _sh("uptime")
     result["summary"] = summarize(phases)
     result["phases"] = phases
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    record.write(out, result)
     print(f"after: {machine['uptime_after']}")
     print(markdown(result))
-    print(f"wrote {args.out}")
 
 
 # ---- the two sides -----------------------------------------------------------------------------------
@@ -488,19 +485,11 @@ def stop_py_spy(spies: list[subprocess.Popen]) -> None:
 # ---- the record -------------------------------------------------------------------------------------------
 
 
-def machine_info() -> dict[str, Any]:
+def machine_info(machine: dict[str, Any]) -> dict[str, Any]:
+    """bench/record.py's machine, with Ray's version and the load before the run."""
     import ray
 
-    return {
-        "nproc": os.cpu_count(),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "ray": ray.__version__,
-        "git_commit": _sh(f"git -C {REPO} rev-parse HEAD"),
-        "git_dirty": bool(_sh(f"git -C {REPO} status --porcelain --untracked-files=no")),
-        "date": _sh("date -u '+%Y-%m-%d %H:%M:%S UTC'"),
-        "uptime_before": _sh("uptime"),
-    }
+    return machine | {"ray": ray.__version__, "uptime_before": _sh("uptime")}
 
 
 def served_request_counts(served: Served) -> dict[str, float]:
