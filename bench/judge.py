@@ -2,6 +2,9 @@
 
     python bench/judge.py [--runs 200] [--variants 4] [--workers 1,2] [--overhead-only]
 
+Writes every figure it prints, with the command, commit and machine, to --out (bench/record.py; default
+docs/results/<date>-judge.json, or -judge-overhead.json with --overhead-only).
+
 1. Overhead: one trivial compiled program run --runs times under plain `subprocess.run`, under a
    sandbox per test (bubblewrap + cgroup + rlimits; also with cgroups off, to attribute the cost), and
    under the runner: per test inside a running sandbox, and per test of a whole submission of
@@ -30,6 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import record  # noqa: E402
 from codefu.data.loader import load_problems  # noqa: E402
 from codefu.judge import Judge, JudgeConfig  # noqa: E402
 from codefu.judge.checker import outputs_match  # noqa: E402
@@ -226,7 +230,7 @@ def _rates(subs: int, tests: int, compiles: int, seconds: float, accepted: int) 
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--tests-per-submission", type=int, default=20)
@@ -235,28 +239,48 @@ def main() -> None:
     ap.add_argument("--per-test-sandbox", action="store_true", help="throughput of the older path too")
     ap.add_argument("--variants", type=int, default=4)
     ap.add_argument("--workers", default=f"1,{os.cpu_count()}")
-    args = ap.parse_args()
+    ap.add_argument("--filter-repeats", type=int, default=7, help="runs of the million-getppid program")
+    record.add_out_argument(ap, "judge")
+    args = ap.parse_args(argv)
+    head = record.header(None if argv is None else ["bench/judge.py", *argv])
+    out = record.resolve_out(args.out, "judge-overhead" if args.overhead_only else "judge")
     print(
         f"# {platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
+    results: dict = {}
     print("## per-run overhead (median ms)")
     print(f"# load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for name, ms in overhead(args.runs, args.tests_per_submission).items():
+    results["overhead_median_ms"] = overhead(args.runs, args.tests_per_submission)
+    for name, ms in results["overhead_median_ms"].items():
         print(f"{name:<50} {ms:7.2f}")
     print("## system-call filter: ns per system call (median)")
-    for name, ns in filter_cost().items():
+    results["filter_ns_per_call"] = filter_cost(args.filter_repeats)
+    for name, ns in results["filter_ns_per_call"].items():
         print(f"{name:<50} {ns:7.1f}")
-    if args.overhead_only:
-        return
-    items = workload(args.variants)
-    print(f"## throughput: {len(items)} submissions on {len({id(i[0]) for i in items})} problems")
-    for w in sorted({int(x) for x in args.workers.split(",")}):
-        print(f"codefu judge, {w} worker(s):      {judge_throughput(items, w)}")
-        if args.per_test_sandbox:
-            print(f"codefu judge, sandbox per test, {w} worker(s): {judge_throughput(items, w, False)}")
-        if not args.skip_reference:
-            print(f"CodeFu-style reference, {w} proc(s): {reference_throughput(items, w)}")
+    if not args.overhead_only:
+        items = workload(args.variants)
+        results["problems"] = len({id(i[0]) for i in items})
+        print(f"## throughput: {len(items)} submissions on {results['problems']} problems")
+        rows = results["throughput"] = []
+        for w in sorted({int(x) for x in args.workers.split(",")}):
+            runs = [("codefu judge, runner", True)]
+            if args.per_test_sandbox:
+                runs.append(("codefu judge, sandbox per test", False))
+            for name, runner in runs:
+                rows.append({"how": name, "workers": w} | judge_throughput(items, w, runner))
+                print(f"{name}, {w} worker(s): {rows[-1]}", flush=True)
+            if not args.skip_reference:
+                rows.append(
+                    {"how": "CodeFu-style reference (no sandbox)", "workers": w}
+                    | reference_throughput(items, w)
+                )
+                print(f"CodeFu-style reference, {w} proc(s): {rows[-1]}", flush=True)
+    results["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
+    params = {k: v for k, v in vars(args).items() if k != "out"}
+    full = head | {"params": params, "results": results}
+    record.write(out, full)
+    return full
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ Writes the input as HF-style shards (train-NNNNN-of-NNNNN.parquet, plus valid an
 `python -m codefu.cli prepare` in a child process, and prints rows/s and the child's peak RSS
 (os.wait4), so generation memory does not count. Test sizes follow `codefu.data.synthetic.synth_rows`:
 a median of ~20 private and ~90 generated tests per problem, mostly tiny, 1 % of 10-500 KB.
+
+Writes the figures it prints, with the command, commit and machine, to --out (bench/record.py; default
+docs/results/<date>-prepare-<problems>[-generated].json).
 """
 
 from __future__ import annotations
@@ -21,7 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from codefu.data.synthetic import synth_rows, write_cc_parquet
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench import record  # noqa: E402
+from codefu.data.synthetic import synth_rows, write_cc_parquet  # noqa: E402
 
 
 def make_input(root: Path, problems: int, shard_rows: int, group_rows: int) -> int:
@@ -56,24 +63,31 @@ def _children_peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # Linux reports KiB
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", type=int, default=13_000)
     ap.add_argument("--shard-rows", type=int, default=350, help="problems per input shard")
     ap.add_argument("--group-rows", type=int, default=100, help="problems per parquet row group")
     ap.add_argument("--include-generated", action="store_true")
     ap.add_argument("--workdir", default=None, help="keep input and output here (default: a temp dir)")
-    args = ap.parse_args()
+    record.add_out_argument(ap, "prepare-PROBLEMS[-generated]")
+    args = ap.parse_args(argv)
+    head = record.header(None if argv is None else ["bench/prepare.py", *argv])
+    name = f"prepare-{args.problems}" + ("-generated" if args.include_generated else "")
+    out_path = record.resolve_out(args.out, name)
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="codefu-bench-prepare-"))
     inp, out = work / "input", work / "out"
     shutil.rmtree(out, ignore_errors=True)
+    made_s = None
     if not inp.exists():
         inp.mkdir(parents=True)
         t = time.perf_counter()
-        size = make_input(inp, args.problems, args.shard_rows, args.group_rows)
-        made = time.perf_counter() - t
-        print(f"input: {args.problems} problems, {size / 1e6:.0f} MB parquet, made in {made:.0f} s")
+        make_input(inp, args.problems, args.shard_rows, args.group_rows)
+        made_s = time.perf_counter() - t
+    size = sum(f.stat().st_size for f in inp.glob("*.parquet"))
+    if made_s is not None:
+        print(f"input: {args.problems} problems, {size / 1e6:.0f} MB parquet, made in {made_s:.0f} s")
     extra = ["--include-generated"] if args.include_generated else []
     wall, rss, stdout = run_prepare(inp, out, extra)
     counts = json.loads((out / "manifest.json").read_text())["counts"]
@@ -84,6 +98,22 @@ def main() -> None:
     print(f"peak RSS of prepare: {rss / 2**20:.0f} MiB")
     if not args.workdir:
         shutil.rmtree(work)
+    results = {
+        "input_mb": round(size / 1e6, 1),
+        "input_made_s": None if made_s is None else round(made_s, 1),
+        "rows_read": counts["rows_read"],
+        "kept": counts["kept"],
+        "output_mb": round(out_mb, 1),
+        "wall_s": round(wall, 2),
+        "pipeline_s": round(counts["seconds"], 2),
+        "rows_per_s": round(counts["rows_read"] / wall, 1),
+        "peak_rss_mib": round(rss / 2**20, 1),
+        "counts": counts,
+    }
+    params = {k: v for k, v in vars(args).items() if k != "out"}
+    full = head | {"params": params, "results": results}
+    record.write(out_path, full)
+    return full
 
 
 if __name__ == "__main__":

@@ -30,6 +30,12 @@ Roofline of the native engine's decode (prefill is reported separately):
 The engine's `last_stats` gives decode steps, the sum of context lengths over decode steps and the
 tokens shared-prefix groups saved (`decode_shared_tokens`), which is all the formula needs. Not counted:
 activations, logits (B x V fp32 per step), sampling.
+
+Throughput is given both ways, side by side: generated (response) tokens/s, what a rollout engine is
+judged by, and prompt + response tokens/s (verl's convention for a step), each sequence's prompt counted
+once per sample. Writes every figure with the command, commit and machine to --out (bench/record.py;
+default docs/results/<date>-rollout-<model>-<engines>-<cap>.json, -rollout-kernel.json,
+-rollout-shared-prefix-kernel.json; --smoke writes only to an explicit --out).
 """
 
 from __future__ import annotations
@@ -37,7 +43,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import json
 import math
 import statistics
 import sys
@@ -50,6 +55,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import record  # noqa: E402
 from bench.make_random_model import save_random_model  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 from codefu.rollout.actor import build_engine  # noqa: E402
@@ -92,7 +98,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="only the decode-attention kernel on a GRPO batch (prompts x 8 samples), groups on and off",
     )
     p.add_argument("--smoke", action="store_true", help="tiny model on CPU, a few seconds")
-    p.add_argument("--out", type=Path, help="write the results as JSON")
+    record.add_out_argument(p, "rollout-MODEL-ENGINES-CAP")
     args = p.parse_args(argv)
     if args.smoke:
         args.prompts, args.hf_prompts, args.n = 2, 2, 2
@@ -136,10 +142,13 @@ def roofline(stats: dict[str, float], cfg: dict[str, Any], bandwidth: float, dty
     read = stats["decode_context_sum"] - stats.get("decode_shared_tokens", 0.0)
     kv = kv_bytes_per_token(cfg, dtype_bytes) * read
     ideal = (weight + kv) / bandwidth
+    steps = max(stats["decode_steps"], 1)
     return {
         "weight_gb": weight / 1e9,
         "kv_gb": kv / 1e9,
         "roofline_s": ideal,
+        "decode_ms_per_step": 1e3 * stats["decode_s"] / steps,
+        "roofline_ms_per_step": 1e3 * ideal / steps,
         "roofline_fraction": ideal / stats["decode_s"] if stats["decode_s"] > 0 else 0.0,
         "achieved_gb_per_s": (weight + kv) / stats["decode_s"] / 1e9 if stats["decode_s"] > 0 else 0.0,
         "decode_tokens_per_s": stats["decode_batch_sum"] / stats["decode_s"]
@@ -210,12 +219,15 @@ def run_engine(name: str, config: EngineConfig, prompts: list[list[int]], sampli
     sync(device)
     wall = time.perf_counter() - t
     lengths = length_stats(completions, sampling.max_new_tokens)
+    prompt_tokens = sum(len(prompts[c.prompt_index]) for c in completions)
     result: dict[str, Any] = {
         "engine": name,
         "prompts": len(prompts),
         "build_s": build_s,
         "wall_s": wall,
-        "tokens_per_s": lengths["tokens"] / wall,
+        "generated_tokens_per_s": lengths["tokens"] / wall,
+        "prompt_tokens": prompt_tokens,
+        "prompt_response_tokens_per_s": (prompt_tokens + lengths["tokens"]) / wall,
         "lengths": lengths,
         "histogram": histogram(completions, sampling.max_new_tokens),
     }
@@ -384,8 +396,9 @@ def table(columns: str, align: str, cells: list[list[Any]]) -> str:
 # ---- reporting ------------------------------------------------------------------------------------------
 def markdown(results: list[dict]) -> str:
     head = (
-        "| engine | seqs | wall s | prefill s | decode s | tokens | tok/s | mean len | p10 | p50 | p90 | max "
-        "| stopped | roofline |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| engine | seqs | wall s | prefill s | decode s | generated tokens | generated tok/s "
+        "| prompt + response tok/s | mean len | p10 | p50 | p90 | max | stopped | roofline |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     )
     lines = [head]
     for r in results:
@@ -395,7 +408,8 @@ def markdown(results: list[dict]) -> str:
         roof = f"{100 * r['roofline']['roofline_fraction']:.1f}%" if "roofline" in r else "-"
         lines.append(
             f"| {r['engine']} | {ln['sequences']} | {r['wall_s']:.1f} | {prefill} | {decode} | "
-            f"{ln['tokens']:,} | {r['tokens_per_s']:,.0f} | {ln['mean']:.0f} | {ln['p10']:.0f} | "
+            f"{ln['tokens']:,} | {r['generated_tokens_per_s']:,.0f} | "
+            f"{r['prompt_response_tokens_per_s']:,.0f} | {ln['mean']:.0f} | {ln['p10']:.0f} | "
             f"{ln['p50']:.0f} | {ln['p90']:.0f} | {ln['max']} | {100 * ln['stopped_frac']:.0f}% | {roof} |"
         )
     return "\n".join(lines)
@@ -414,8 +428,10 @@ def describe(r: dict) -> str:
     """Two lines per engine: throughput and the length distribution; a third with the native roofline."""
     ln = r["lengths"]
     text = (
-        f"{r['engine']}: {ln['sequences']} sequences, {ln['tokens']:,} tokens in {r['wall_s']:.1f} s = "
-        f"{r['tokens_per_s']:,.0f} tok/s (build {r['build_s']:.0f} s); mean length {ln['mean']:.0f} "
+        f"{r['engine']}: {ln['sequences']} sequences, {ln['tokens']:,} generated tokens in "
+        f"{r['wall_s']:.1f} s = "
+        f"{r['generated_tokens_per_s']:,.0f} generated tok/s, {r['prompt_response_tokens_per_s']:,.0f} "
+        f"prompt + response tok/s (build {r['build_s']:.0f} s); mean length {ln['mean']:.0f} "
         f"= {100 * ln['mean_frac_of_cap']:.0f}% of the cap, {100 * ln['stopped_frac']:.0f}% stopped\n"
         f"  lengths: {r['histogram']}"
     )
@@ -426,7 +442,8 @@ def describe(r: dict) -> str:
             f"\n  decode: {st['decode_steps']:.0f} steps, mean batch {batch:.1f}, {rf['weight_gb']:.0f} GB "
             f"weights + {rf['kv_gb']:.0f} GB KV read; roofline {rf['roofline_s']:.1f} s of "
             f"{st['decode_s']:.1f} s = {100 * rf['roofline_fraction']:.1f}% "
-            f"({rf['achieved_gb_per_s']:,.0f} GB/s), {rf['decode_tokens_per_s']:,.0f} tok/s in decode; "
+            f"({rf['achieved_gb_per_s']:,.0f} GB/s), {rf['decode_tokens_per_s']:,.0f} generated tok/s in "
+            f"decode; "
             f"prefill {st['prefill_s']:.1f} s for {st['prefill_tokens']:,.0f} tokens, "
             f"{st['preemptions']:.0f} preemptions"
         )
@@ -494,6 +511,7 @@ def run_engines(args: argparse.Namespace, device: torch.device, bandwidth: float
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    head = record.header(None if argv is None else ["bench/rollout.py", *argv])
     device = torch.device("cpu" if args.smoke else "cuda")
     bandwidth = measure_bandwidth(device, 2**26 if args.smoke else 2**31)
     print(f"device copy bandwidth: {bandwidth / 1e9:,.0f} GB/s (read + write)")
@@ -501,7 +519,6 @@ def main(argv: list[str] | None = None) -> dict:
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "torch": torch.__version__,
         "bandwidth_gb_per_s": bandwidth / 1e9,
-        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
     }
     if args.kernel:
         summary["kernel"] = kernel_sweep(bandwidth, args.seed)
@@ -513,13 +530,26 @@ def main(argv: list[str] | None = None) -> dict:
         summary["model"] = "smoke" if args.smoke else ARCHS[args.model]
         results = summary["results"] = run_engines(args, device, bandwidth)
         print(markdown(results))
-        speeds = {r["engine"]: r["tokens_per_s"] for r in results}
+        speeds = {r["engine"]: r["generated_tokens_per_s"] for r in results}
         if "native" in speeds and "transformers" in speeds:
             summary["native_over_transformers"] = speeds["native"] / speeds["transformers"]
-            print(f"native / transformers tokens/s: {summary['native_over_transformers']:.1f}x")
-    if args.out:
-        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+            print(f"native / transformers generated tokens/s: {summary['native_over_transformers']:.1f}x")
+    params = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "out"}
+    record.write(
+        record.resolve_out(args.out, out_name(args), smoke=args.smoke),
+        head | {"params": params, "results": summary},
+    )
     return summary
+
+
+def out_name(args: argparse.Namespace) -> str:
+    """The default raw file's name for this mode and workload."""
+    if args.kernel:
+        return "rollout-kernel"
+    if args.shared_prefix_kernel:
+        return "rollout-shared-prefix-kernel"
+    engines = "+".join(e.strip() for e in args.engines.split(",") if e.strip())
+    return f"rollout-{args.model}-{engines}-{args.max_new_tokens}"
 
 
 if __name__ == "__main__":

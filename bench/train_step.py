@@ -13,7 +13,12 @@ included (counted once when tied), tokens = every token of every sequence (promp
 convention of the 42.7% plain-transformers baseline in docs/benchmarks.md, so the numbers compare. It
 ignores attention FLOPs (large at 16k tokens) and gradient-checkpointing recomputation (so it is MFU, not
 HFU); "mfu_attn" adds causal attention, 6 * layers * hidden * seq_len per token (PaLM's 12*L*H*Q*T, halved
-for the causal mask). 989e12 = H100/H200 dense bf16 peak.
+for the causal mask). 989e12 = H100/H200 dense bf16 peak. Throughput side by side: `tokens_per_s` (prompt +
+response, every position trained) and `response_tokens_per_s` (the positions after --prompt-len, those with
+a loss).
+
+Writes the result with the command, commit and machine (rank 0) to --out (bench/record.py; default
+docs/results/<date>-train-step-<model>-<N>gpu.json; --json is the older name of --out).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import record  # noqa: E402
 from codefu.models.tiny import TINY_LLAMA  # noqa: E402
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker, init_distributed  # noqa: E402
 from codefu.trainer.distributed import resolve_device  # noqa: E402
@@ -112,7 +118,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=3, help="timed steps")
     p.add_argument("--warmup", type=int, default=1, help="untimed steps first")
     p.add_argument("--device", default="auto")
-    p.add_argument("--json", type=Path, help="also write the result here (rank 0)")
+    record.add_out_argument(p, "train-step-MODEL-NGPU", "--json")
     return p.parse_args(argv)
 
 
@@ -129,6 +135,7 @@ def synthetic_batch(n: int, seq_len: int, prompt_len: int, vocab: int, seed: int
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
+    head = record.header(None if argv is None else ["bench/train_step.py", *argv])
     rank, world = init_distributed(device=args.device)
     device = resolve_device(args.device)
     cfg = TrainerConfig(
@@ -174,6 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     step_s = sum(times) / len(times)
     tokens = args.seqs_per_step * args.seq_len
+    response_tokens = args.seqs_per_step * (args.seq_len - min(args.prompt_len, args.seq_len - 1))
     tok_s = tokens / step_s
     attn_per_token = 6 * spec["num_hidden_layers"] * spec["hidden_size"] * args.seq_len
     result = {
@@ -195,6 +203,7 @@ def main(argv: list[str] | None = None) -> dict:
         "step_s_all": [round(t, 3) for t in times],
         "tokens_per_s": round(tok_s, 1),
         "tokens_per_s_per_gpu": round(tok_s / world, 1),
+        "response_tokens_per_s": round(response_tokens / step_s, 1),
         "mfu": round(6 * n_params * tok_s / (PEAK_FLOPS * world), 4),
         "mfu_non_embedding": round(6 * (n_params - n_embed) * tok_s / (PEAK_FLOPS * world), 4),
         "mfu_attn": round((6 * n_params + attn_per_token) * tok_s / (PEAK_FLOPS * world), 4),
@@ -210,14 +219,16 @@ def main(argv: list[str] | None = None) -> dict:
     if rank == 0:
         print(
             f"{args.model} x{world} {args.seq_len} tok x {args.seqs_per_step} seqs, ckpt={args.grad_ckpt} "
-            f"offload={args.cpu_offload} master={args.master_dtype}: {tok_s:,.0f} tok/s, "
+            f"offload={args.cpu_offload} master={args.master_dtype}: {tok_s:,.0f} tok/s (prompt + response; "
+            f"{response_tokens / step_s:,.0f} of responses), "
             f"MFU {100 * result['mfu']:.1f}% (6*N_all), peak {result.get('peak_allocated_gb', '-')} GB "
             f"allocated / {result.get('peak_reserved_gb', '-')} GB reserved, "
             f"host RSS {result['host_peak_rss_gb']} GB"
         )
         print(json.dumps(result))
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=2) + "\n")
+        params = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items() if k != "out"}
+        out = record.resolve_out(args.out, f"train-step-{args.model}-{world}gpu", smoke=args.model == "tiny")
+        record.write(out, head | {"params": params | {"gpus": world}, "results": result})
     torch.distributed.destroy_process_group()
     return result
 

@@ -10,12 +10,15 @@ in place) + `drop_shared_weights`, each timed from the driver. The object-store 
 placement uses: `state_dict_for_sync` (GPU -> CPU) and the engine's `load_weights` (CPU -> GPU).
 --check: the engine starts from OTHER random weights; after one IPC sync its greedy output must equal that
 of an engine built from the trainer's weights.
+
+Writes the timings with the command, commit and machine to --out (bench/record.py; default
+docs/results/<date>-weight-sync-<model>.json). On an 80 GB card the 7B needs `--engine-memory-fraction 0.9`
+(the fraction counts the trainer's fp32 weights and its bf16 share buffer too).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -23,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import record  # noqa: E402
 from bench.make_random_model import save_random_model  # noqa: E402
 from bench.train_step import MODELS  # noqa: E402
 
@@ -39,8 +43,16 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--store-repeats", type=int, default=1)
     p.add_argument("--check", action="store_true")
-    p.add_argument("--out", type=Path)
+    p.add_argument(
+        "--engine-memory-fraction",
+        type=float,
+        default=0.6,
+        help="the engine's gpu_memory_fraction (of the whole GPU, the trainer's memory included)",
+    )
+    record.add_out_argument(p, "weight-sync-MODEL")
     args = p.parse_args()
+    head = record.header()
+    out = record.resolve_out(args.out, f"weight-sync-{args.model}", smoke=args.model == "tiny")
 
     import ray
 
@@ -67,7 +79,10 @@ def main() -> None:
                            gpu_memory_fraction=fraction, max_model_len=2048, max_num_seqs=16)  # fmt: skip
         return make_rollout_actor(cfg, num_gpus=0.25)
 
-    rollout = engine_actor(tmp / ("engine" if args.check else "trainer"), 0.3 if args.check else 0.6)
+    fraction = args.engine_memory_fraction  # with --check two engines share it
+    rollout = engine_actor(
+        tmp / ("engine" if args.check else "trainer"), fraction / 2 if args.check else fraction
+    )
     ray.get([trainer.step.remote(), rollout.ping.remote()])
 
     def ipc_sync() -> dict[str, float]:
@@ -86,7 +101,14 @@ def main() -> None:
         t0 = time.perf_counter()
         ray.get(rollout.load_weights.remote(trainer.state_dict_for_sync.remote()))
         store.append(time.perf_counter() - t0)
-    result = {"model": args.model, "ipc": ipc, "object_store_s": store}
+    totals = [r["total_s"] for r in ipc]
+    result = {
+        "model": args.model,
+        "ipc": ipc,
+        "ipc_total_s_min": min(totals),
+        "ipc_total_s_max": max(totals),
+        "object_store_s": store,
+    }
     for i, r in enumerate(ipc):
         print(f"ipc sync {i}: " + ", ".join(f"{k} {v:.3f}" for k, v in r.items()), flush=True)
     print(f"object store sync: {', '.join(f'{s:.2f} s' for s in store)}", flush=True)
@@ -94,7 +116,7 @@ def main() -> None:
     if args.check:
         ray.get(trainer.drop_shared_weights.remote())
         ipc_sync()
-        reference = engine_actor(tmp / "trainer", 0.6)
+        reference = engine_actor(tmp / "trainer", fraction)
         prompts = [[5, 6, 7, 8], [9, 10, 11]]
         sampling = SamplingParams(n=1, temperature=0.0, max_new_tokens=16)
         got, want = ray.get(
@@ -103,10 +125,10 @@ def main() -> None:
         same = [a.token_ids == b.token_ids for a, b in zip(got, want, strict=True)]
         print(f"check: greedy outputs after the IPC sync equal the trainer's model: {same}")
         result["check"] = all(same)
-        if not all(same):
-            sys.exit(1)
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+    params = {k: v for k, v in vars(args).items() if k != "out"}
+    record.write(out, head | {"params": params, "results": result})
+    if not result.get("check", True):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

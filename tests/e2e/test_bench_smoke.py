@@ -1,0 +1,52 @@
+"""bench/judge.py and bench/prepare.py at a tiny size, as a person runs them: each exits 0 and writes its raw
+result (bench/record.py) with the command, the commit, the machine, the parameters and every figure the docs
+quote. Speed is not asserted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # ~40 s on 2 cores: real sandboxes, compiles, a prepare child
+
+REPO = Path(__file__).resolve().parents[2]
+HEADER = {"command", "commit", "dirty", "dirty_paths", "date", "machine", "params", "results"}
+
+
+def run_bench(script: str, *argv: str) -> None:
+    cmd = [sys.executable, str(REPO / "bench" / script), *argv]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_judge_bench_writes_its_figures(codefu_easy, tmp_path):
+    out = tmp_path / "judge.json"
+    run_bench("judge.py", "--runs", "3", "--tests-per-submission", "2", "--variants", "1", "--workers", "1",
+              "--filter-repeats", "1", "--skip-reference", "--out", str(out))  # fmt: skip
+    got = json.loads(out.read_text())
+    assert set(got) == HEADER and got["command"].startswith("python bench/judge.py --runs 3")
+    assert got["params"]["runs"] == 3 and got["params"]["workers"] == "1"
+    results = got["results"]
+    overhead = results["overhead_median_ms"]
+    assert {"plain subprocess", "runner: per test in a running sandbox"} <= set(overhead)
+    assert all(ms > 0 for ms in overhead.values())
+    assert set(results["filter_ns_per_call"]) == {"getppid, filter on", "getppid, filter off"}
+    (row,) = results["throughput"]  # one worker count, no reference
+    assert row["how"] == "codefu judge, runner" and row["workers"] == 1
+    assert row["submissions"] == 24 and row["accepted"] == 12  # each problem's correct and wrong program
+    assert row["tests"] > 0 and row["tests/s"] > 0
+
+
+def test_prepare_bench_writes_its_figures(tmp_path):
+    out = tmp_path / "prepare.json"
+    run_bench("prepare.py", "--problems", "200", "--out", str(out))
+    got = json.loads(out.read_text())
+    assert set(got) == HEADER and got["params"]["problems"] == 200
+    results = got["results"]
+    assert results["rows_read"] == 200 and 0 < results["kept"] <= 200
+    assert results["rows_per_s"] > 0 and results["wall_s"] > 0 and results["peak_rss_mib"] > 0
+    assert results["input_mb"] > 0 and results["output_mb"] > 0
