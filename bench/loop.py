@@ -16,8 +16,11 @@ tokens to the cap, as a reasoning model's do.
    `--warmup` steps.
 2. Then each part alone on the same roles and the last step's prompts: generate, judge, the batch's
    old-policy forward, the reference forward, the update, the weight sync.
-Reports step time, the sum of the parts, their ratio (the loop's overhead; goal <= 1.15), and tokens/s
-per GPU = (prompt + response tokens) / step time (verl's definition). Writes the numbers to --out.
+Reports step time, the sum of the parts, their ratio (the loop's overhead; goal <= 1.15), and throughput
+per GPU both ways, side by side: `tokens_per_s_per_gpu` = (prompt + response tokens) / step time (verl's
+definition), which counts each prompt once per sample (n times; the packed update, trainer.packing:
+shared_prefix, computes it once), and `generated_tokens_per_s_per_gpu` = response tokens / step time.
+Writes the numbers with the command, commit and machine (bench/record.py) to --out.
 
 --programs PARQUET: the judge's real work in the workload. Each response is judged as one of the real
 programs of tests/data/codefu_easy_solutions.json (correct and wrong in turn, each sample a distinct
@@ -45,6 +48,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench import record  # noqa: E402
 from bench.rollout import stop_token_count  # noqa: E402
 from codefu.config import load_config  # noqa: E402
 from codefu.data.loader import load_problems, training_loader  # noqa: E402
@@ -93,6 +97,7 @@ def main() -> int:
     )
     p.add_argument("overrides", nargs="*", help="config key=value, after the ones this script sets")
     args = p.parse_args()
+    head = record.header()
 
     from transformers import AutoConfig
 
@@ -153,11 +158,11 @@ def main() -> int:
             moves = ("timing/update", "compile/", "timing/reload", "timing/reference", "memory/")
             memory |= {k: v for k, v in trained.items() if k.startswith(moves)}
             walls = {"sample_step_s": t1 - t0, "update_step_s": time.perf_counter() - t1}
-            record = step_record(timer.metrics() | walls, sampled) | memory
+            row = step_record(timer.metrics() | walls, sampled) | memory
             if step >= args.warmup:
-                steps.append(record)
+                steps.append(row)
             # warm-up steps too: a run cut short by a time limit still shows how far it got
-            print(json.dumps({"step": step, "warmup": step < args.warmup} | record), flush=True)
+            print(json.dumps({"step": step, "warmup": step < args.warmup} | row), flush=True)
         parts = {} if args.no_parts else parts_alone(cfg, roles, scorer, sampled, encode)
         print(json.dumps({"parts": parts}), flush=True)
     finally:
@@ -167,7 +172,9 @@ def main() -> int:
     result = summary(cfg, args, steps, parts)
     print(json.dumps(result, indent=1))
     if args.out:
-        Path(args.out).write_text(json.dumps({"steps": steps, "parts": parts, "summary": result}, indent=1))
+        params = {k: v for k, v in vars(args).items() if k != "out"}
+        body = {"params": params, "steps": steps, "parts": parts, "summary": result}
+        record.write(Path(args.out), head | body)
     return 0
 
 
@@ -266,14 +273,14 @@ def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: Sampled, encode) 
 
 def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) -> dict:
     step_s = statistics.mean(s["step_s"] for s in steps)
-    tokens = statistics.mean(s["prompt_tokens"] + s["response_tokens"] for s in steps)
+    prompt = statistics.mean(s["prompt_tokens"] for s in steps)
+    response = statistics.mean(s["response_tokens"] for s in steps)
+    tokens = prompt + response
     gpus = max(1, run_layout(cfg).gpus) if cfg.rollout.device == "cuda" else 1
     # the parts were timed on a fresh sample of the same prompts: scale them to the steps' token count
     scale = tokens / parts["tokens"] if parts.get("tokens") else 1.0
     sum_parts = sum(v for k, v in parts.items() if k.endswith("_s")) * scale
     return {
-        "command": " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
         "model": args.model,
         "config": args.config,
@@ -282,7 +289,11 @@ def summary(cfg: RunConfig, args, steps: list[dict], parts: dict[str, float]) ->
         "sum_of_parts_s": round(sum_parts, 2),
         "overhead": round(step_s / sum_parts, 3) if sum_parts else None,
         "tokens_per_step": round(tokens),
-        "tokens_per_s_per_gpu": round(tokens / step_s / gpus),
+        "prompt_tokens_per_step": round(prompt),
+        "response_tokens_per_step": round(response),
+        "samples_per_prompt": cfg.rollout.n,
+        "tokens_per_s_per_gpu": round(tokens / step_s / gpus),  # prompt + response (verl's definition)
+        "generated_tokens_per_s_per_gpu": round(response / step_s / gpus),
         "phases_in_step": {
             k: round(statistics.mean(s.get(k, 0.0) for s in steps), 2)
             for k in ("generate_s", "judge_s", "judge_tail_s", "train_s", "sync_s")

@@ -388,7 +388,10 @@ def plot_phases(records: Sequence[Mapping[str, Any]]) -> Any | None:
 
 
 def plot_throughput(records: Sequence[Mapping[str, Any]]) -> Any | None:
-    panels = [(M.JUDGE_PER_S, "judge: submissions / s"), (M.ROLLOUT_TOKENS_PER_S, "rollout: tokens / s")]
+    panels = [
+        (M.JUDGE_PER_S, "judge: submissions / s"),
+        (M.ROLLOUT_TOKENS_PER_S, "rollout: generated tokens / s"),
+    ]
     if not any(series(records, k)[0] for k, _ in panels):
         return None
     fig, axes = _figure(ncols=2)
@@ -497,7 +500,7 @@ _SUMMARY_KEYS = (
     (M.CLIP_FRAC, "clip fraction", "{:.3f}"),
     (M.TIME_STEP, "step time (s)", "{:.1f}"),
     (M.JUDGE_PER_S, "judge submissions/s", "{:.1f}"),
-    (M.ROLLOUT_TOKENS_PER_S, "rollout tokens/s", "{:.0f}"),
+    (M.ROLLOUT_TOKENS_PER_S, "rollout generated tokens/s", "{:.0f}"),
 )
 
 _CSS = """
