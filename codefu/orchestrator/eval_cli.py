@@ -11,6 +11,9 @@ pass@k is the unbiased estimator of Chen et al. (2021) over n samples per proble
 percentile bootstrap over problems (codefu.observability.passk), seeded by --seed. Sampling and judging
 go through the loop's own validation path (codefu.orchestrator.evaluation), with either engine.
 
+Progress goes to stderr: on a terminal a bar per phase and model (samples generated, programs judged,
+elapsed, ETA), as `codefu train`'s; elsewhere a line as each phase starts and one as it ends.
+
 --problems evaluates only the problems so named; --split-file FILE does the same with a JSON list of
 names, or with one list of an object of named lists ({"train": [...], "heldout": [...]}) chosen by
 --split. A name the dataset lacks is an error. --max-problems then keeps the first N of those.
@@ -321,7 +324,7 @@ def sample_and_judge(
     model_arg: str, problems: list[Problem], args: argparse.Namespace, judge: Judge, label: str = ""
 ) -> Evaluation:
     """One model's n samples per problem (episodes of up to --turns turns), judged, by the loop's own
-    evaluation path (`sample_and_score`) over a local engine and judge."""
+    evaluation path (`sample_and_score`) over a local engine and judge; its progress labelled `label`."""
     from codefu.models import smollm2_gguf
     from codefu.orchestrator.episodes import EpisodePlan
     from codefu.orchestrator.evaluation import sample_and_score
@@ -358,6 +361,7 @@ def sample_and_judge(
             prompts_per_call=max(1, args.batch_size // args.n),  # whole groups of n samples per engine call
             label=label,
             plan=plan,
+            lines=True,
         )
     except ValueError as e:  # what the engine refuses (a prompt longer than the model takes, ...)
         raise CodefuError(f"--model {model_arg} (--engine {args.engine}): {e}") from None
@@ -439,10 +443,10 @@ def run(args: argparse.Namespace) -> int:
         reward=args.reward, python_checkers=args.python_checkers, sandbox=SandboxConfig(kind=args.sandbox)
     )
     with Judge(config) as judge:
-        evaluation = sample_and_judge(args.model, problems, args, judge)
+        evaluation = sample_and_judge(args.model, problems, args, judge, f" (model {args.model})")
         correct, statuses = evaluation.accepted(), dict(evaluation.statuses)
         if args.baseline is not None and baseline_file is None:
-            b_eval = sample_and_judge(args.baseline, problems, args, judge, label=" (baseline)")
+            b_eval = sample_and_judge(args.baseline, problems, args, judge, f" (baseline {args.baseline})")
             baseline_counts = b_eval.accepted(), dict(b_eval.statuses)
     table = passk_by_bucket(correct, buckets, args.n, ks)
     ci95 = ci_by_bucket(correct, buckets, args.n, ks, seed=args.seed)

@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm import tqdm
-
 from codefu.observability.passk import bootstrap_mean_ci
+from codefu.observability.progress import phase_bar
 from codefu.orchestrator.episodes import EpisodePlan, run_episodes, turn_in_sequence
 from codefu.orchestrator.scoring import Scorer
 from codefu.rollout.types import Completion, SamplingParams
@@ -53,23 +52,25 @@ def sample_and_score(
     prompts_per_call: int | None = None,
     label: str = "",
     plan: EpisodePlan | None = None,
+    lines: bool = False,
 ) -> Evaluation:
     """`sampling.n` samples of every problem (`prompts_per_call` problems per `generate` call; None: all at
     once), scored together: episodes of `plan` (None: one turn). A progress bar (on a terminal) counts the
-    problems generated."""
+    samples generated; `lines`: where no bar shows, a line as generation starts and one as it ends."""
     plan = plan or EpisodePlan()
     per_call = prompts_per_call or max(1, len(problems))
     owners: list[Problem] = []
     episodes = []
     turn = turn_in_sequence(generate, scorer.check_public)
-    with tqdm(total=len(problems), unit="problem", desc=f"generate{label}", disable=None, leave=False) as bar:
+    total = len(problems) * sampling.n
+    with phase_bar(f"generate{label}", total, "sample", lines=lines, leave=False) as bar:
         for start in range(0, len(problems), per_call):
             chunk = problems[start : start + per_call]
             prompts = [encode(p) for p in chunk]
             for e in run_episodes(chunk, prompts, sampling, plan, turn):
                 owners.append(chunk[e.prompt_index])
                 episodes.append(e)
-            bar.update(len(chunk))
+            bar.update(len(chunk) * sampling.n)
     # every turn's program on the hidden tests (one per episode with one turn)
     judged = [(p, r.text) for p, e in zip(owners, episodes, strict=True) for r in e.responses]
     all_scores = scorer.score([p for p, _ in judged], [text for _, text in judged])

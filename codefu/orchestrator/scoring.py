@@ -13,12 +13,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from tqdm import tqdm
-
 from codefu.judge.judge import Judge
 from codefu.judge.pool import PoolConfig, RayJudgePool
 from codefu.judge.rewards import compute_reward, select_tests
 from codefu.observability.metrics import BusyClock
+from codefu.observability.progress import phase_bar
 from codefu.observability.prometheus import set_judge_load
 from codefu.orchestrator.config import RunConfig
 from codefu.types import Problem, Status, TestCase, Verdict
@@ -127,7 +126,7 @@ class JudgeScorer(BaseScorer):
 
     def __init__(self, judge: Judge | RayJudgePool, reward: str, progress: str | None = None):
         self.judge, self.reward = judge, reward
-        self.progress = progress  # a progress bar's label (on a terminal), or None: no bar
+        self.progress = progress  # the judging's progress label (a bar, or lines: phase_bar); None: none
         self._busy = BusyClock()
 
     @classmethod
@@ -167,10 +166,15 @@ class JudgeScorer(BaseScorer):
     def score_stream(self, items: Iterable[tuple[Problem, str]]) -> list[Score]:
         """Each response goes to the judge as it comes (see Scorer.score_stream)."""
         verdicts = self._judge_many(items)
-        if self.progress is not None:
+        if self.progress is None:
+            by_position = dict(verdicts)
+        else:
             total = len(items) if isinstance(items, Sequence) else None
-            verdicts = tqdm(verdicts, total=total, desc=self.progress, disable=None)
-        by_position = dict(verdicts)
+            with phase_bar(self.progress, total, "program", lines=True) as bar:
+                by_position = {}
+                for i, verdict in verdicts:
+                    by_position[i] = verdict
+                    bar.update()
         return [
             Score(compute_reward(v, self.reward), v.status is Status.ACCEPTED, v.status.value, v.reused)
             for v in (by_position[i] for i in range(len(by_position)))

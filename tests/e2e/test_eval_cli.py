@@ -206,6 +206,12 @@ def test_eval_cli_on_starter_problems(tmp_path, tiny_model_dir):
     }
     assert "95% bootstrap interval over problems" in r.stdout
     assert "comparison" not in result
+    # stderr is no terminal here: no bar, a line as each phase starts and ends
+    label = f"(model {model})"
+    phases = [line for line in r.stderr.splitlines() if label in line]
+    assert phases[0] == f"generate {label}: 6 samples ..." and phases[2] == f"judge {label}: 6 programs ..."
+    assert phases[1].startswith(f"generate {label}: done in ")
+    assert phases[3].startswith(f"judge {label}: done in ")
 
 
 def test_eval_cli_against_a_baseline_file_on_a_split(tmp_path, tiny_model_dir):
