@@ -4,12 +4,18 @@ its 95% bootstrap interval over problems; with --baseline, the paired difference
     codefu eval --model PATH --dataset PATH [--n 8] [--k 1,8] [--out results.json]
                 [--problems NAME,NAME | --split-file FILE [--split heldout]] [--baseline B]
                 [--temperature 1.0] [--top-p 1.0] [--top-k 0] [--engine transformers|native]
-                [--seed 0] [--max-problems N] ...
+                [--dtype auto] [--seed 0] [--max-problems N] ...
 
 PATH is an HF folder (e.g. a checkpoint's HF export), a .gguf file, or `smollm2` (the bundled default).
 pass@k is the unbiased estimator of Chen et al. (2021) over n samples per problem; its interval is the
 percentile bootstrap over problems (codefu.observability.passk), seeded by --seed. Sampling and judging
 go through the loop's own validation path (codefu.orchestrator.evaluation), with either engine.
+
+--dtype auto (the default) computes in the dtype training uses: for a run's model (RUN_DIR/model, or a
+checkpoint's export RUN_DIR/checkpoints/step_N/hf) the rollout dtype of RUN_DIR/config.yaml, what the run
+sampled with; for another model, or a run that sampled in auto, the device's native dtype (bfloat16 on a
+GPU or a CPU with AMX / AVX512-BF16, float32 where bf16 would be emulated: several times slower). A line
+names the dtype and why before the model loads; a --baseline model runs in the same dtype.
 
 Progress goes to stderr: on a terminal a bar per phase and model (samples generated, programs judged,
 elapsed, ETA), as `codefu train`'s; elsewhere a line as each phase starts and one as it ends.
@@ -37,7 +43,8 @@ The --out JSON (`buckets`, `verdicts` and the rest as before; `ci95`, `per_probl
      "ci95": {"all": {"pass@1": [0.15, 0.28], "pass@8": [0.33, 0.67]}, "easy": {...}},
      "per_problem": {"square-number": 3, ...},     # accepted samples of the n, every problem evaluated
      "verdicts": {"WA": 120, ...}, "seconds": 81.2,
-     "sampling": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512, "seed": 0},
+     "sampling": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "max_new_tokens": 512, "seed": 0,
+                  "dtype": "float32"},
      "comparison": {                               # with --baseline only
          "baseline": B, "baseline_model": ..., "baseline_n": 8,
          "problems": 24, "only_a": 0, "only_b": 0,  # compared; evaluated here only; in B only
@@ -66,7 +73,7 @@ from codefu.judge.cli import add_python_checker_flag
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS, check_tested
 from codefu.judge.sandbox import SandboxConfig
-from codefu.models import model_problem
+from codefu.models import DTYPE_BY_NAME, model_problem
 from codefu.observability.passk import (
     by_bucket,
     group_by_bucket,
@@ -104,7 +111,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", *sorted(DTYPE_BY_NAME)],
+        help="auto: a run's model in its run's rollout dtype, else bfloat16 on CUDA or on a CPU with native "
+        "bf16, float32 on one without",
+    )
     p.add_argument("--language", default="python", help="asked for when a problem has no prompt of its own")
     p.add_argument("--reward", default="codefu", choices=sorted(REWARDS))
     p.add_argument("--seed", type=int, default=0)
@@ -247,6 +260,43 @@ def parse_ks(text: str, n: int) -> list[int]:
     if not ks or ks[0] < 1 or ks[-1] > n:
         raise CodefuError(f"--k {text}: must be comma-separated integers between 1 and --n {n}")
     return ks
+
+
+def run_rollout_dtype(model: str) -> tuple[str, Path] | None:
+    """(rollout.dtype, the config file) when `model` is a run's model, RUN_DIR/model or a checkpoint's
+    export RUN_DIR/checkpoints/step_N/hf, and RUN_DIR/config.yaml (the run's config, as run) names it;
+    else None."""
+    import yaml
+
+    from codefu.orchestrator.loop import FINAL_MODEL
+
+    path = Path(model)
+    if path.name == FINAL_MODEL:
+        config = path.parent / "config.yaml"
+    elif path.name == "hf" and path.parent.parent.name == "checkpoints":
+        config = path.parents[2] / "config.yaml"
+    else:
+        return None
+    try:
+        dtype = yaml.safe_load(config.read_text())["rollout"]["dtype"]
+    except (OSError, yaml.YAMLError, TypeError, KeyError):
+        return None
+    return (dtype, config) if dtype in (*DTYPE_BY_NAME, "auto") else None
+
+
+def choose_dtype(requested: str, device: str, run: tuple[str, Path] | None, native: str) -> tuple[str, str]:
+    """(dtype, why) for --dtype `requested` on `device` (pure): a dtype named is used as is; "auto" is the
+    rollout dtype of the model's run where `run` (`run_rollout_dtype`) has one, else `native`: the
+    device's `native_dtype_name` (bfloat16 on a GPU or a CPU that computes it natively, else float32), as
+    for a run whose own rollout dtype is "auto"."""
+    if requested != "auto":
+        return requested, "given by --dtype"
+    if run is not None and run[0] != "auto":
+        return run[0], f"the rollout dtype of the model's run, {run[1]}"
+    why = f"auto: bf16 is native on {device}"
+    if native != "bfloat16":
+        why = f"auto: no native bf16 on {device}, where emulated bf16 is several times slower"
+    return native, why + ("" if run is None else f"; the model's run sampled in auto, {run[1]}")
 
 
 def split_names(path: str, split: str | None) -> list[str]:
@@ -404,6 +454,10 @@ def run(args: argparse.Namespace) -> int:
         raise CodefuError("--split needs --split-file")
     from codefu.data.loader import load_problems
     from codefu.data.starter import load_starter_problems
+    from codefu.models import native_dtype_name
+
+    run_dtype = run_rollout_dtype(args.model)
+    args.dtype, dtype_why = choose_dtype(args.dtype, args.device, run_dtype, native_dtype_name(args.device))
 
     sampling_info = {
         "temperature": args.temperature,
@@ -411,6 +465,7 @@ def run(args: argparse.Namespace) -> int:
         "top_k": args.top_k,
         "max_new_tokens": args.max_new_tokens,
         "seed": args.seed,
+        "dtype": args.dtype,
     }
     baseline_file = None
     if args.baseline is not None and args.baseline.endswith(".json"):
@@ -441,6 +496,9 @@ def run(args: argparse.Namespace) -> int:
     check_python_checkers(problems, args.python_checkers, args.dataset)
     config = JudgeConfig(
         reward=args.reward, python_checkers=args.python_checkers, sandbox=SandboxConfig(kind=args.sandbox)
+    )
+    print(
+        f"dtype {args.dtype} ({dtype_why})" + (", the baseline's too" if len(models) > 1 else ""), flush=True
     )
     with Judge(config) as judge:
         evaluation = sample_and_judge(args.model, problems, args, judge, f" (model {args.model})")

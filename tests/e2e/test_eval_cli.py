@@ -2,6 +2,7 @@
 baseline, evaluating a named subset; and the pure parts (bucket table, intervals, comparison, splits)."""
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import pytest
 
 from codefu.data.starter import load_starter_problems
 from codefu.errors import CodefuError
+from codefu.models import native_dtype_name
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.eval_cli import (
     bucket_of,
@@ -203,6 +205,7 @@ def test_eval_cli_on_starter_problems(tmp_path, tiny_model_dir):
         "top_k": 0,
         "max_new_tokens": 8,
         "seed": 0,
+        "dtype": native_dtype_name("cpu"),  # --dtype auto, not a run's model
     }
     assert "95% bootstrap interval over problems" in r.stdout
     assert "comparison" not in result
@@ -212,6 +215,17 @@ def test_eval_cli_on_starter_problems(tmp_path, tiny_model_dir):
     assert phases[0] == f"generate {label}: 6 samples ..." and phases[2] == f"judge {label}: 6 programs ..."
     assert phases[1].startswith(f"generate {label}: done in ")
     assert phases[3].startswith(f"judge {label}: done in ")
+    assert r.stdout.splitlines()[0].startswith(f"dtype {native_dtype_name('cpu')} (auto: ")
+
+
+def test_eval_cli_in_the_rollout_dtype_of_a_runs_model(tmp_path, tiny_model_dir):
+    run = tmp_path / "run"  # laid out as `codefu train` leaves it: config.yaml beside model/
+    shutil.copytree(tiny_model_dir, run / "model")
+    (run / "config.yaml").write_text("rollout:\n  n: 4\n  dtype: bfloat16\n")
+    r = eval_cli("--model", str(run / "model"), "--max-problems", "1", "--n", "1", "--k", "1")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"dtype bfloat16 (the rollout dtype of the model's run, {run / 'config.yaml'})" in r.stdout
+    assert f"judge (model {run / 'model'}): 1 program ..." in r.stderr
 
 
 def test_eval_cli_against_a_baseline_file_on_a_split(tmp_path, tiny_model_dir):
