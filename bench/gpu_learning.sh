@@ -22,9 +22,9 @@ set -x
 python3 -m codefu train --config configs/gpu-smollm2.yaml --run-dir $run_dir \\
   trainer.model=$gguf judge.sandbox.kind=none $* || exit
 python3 -m codefu eval --model $run_dir/model --baseline $gguf --dataset starter \\
-  --split-file codefu/data/starter/split.json --split heldout --n 16 --k 1,4,16 --max-new-tokens 160 \\
+  --split-file codefu/data/starter/split.json --split test --n 16 --k 1,4,16 --max-new-tokens 160 \\
   --temperature 0.6 --device cuda --dtype bfloat16 --batch-size 320 --sandbox none \\
-  --out $run_dir/heldout-eval.json
+  --out $run_dir/test-eval.json
 JOB
   setsid nohup bash -c "bash $run_dir/job.sh; echo \$? > $run_dir/job.rc" >"$run_dir/job.log" 2>&1 </dev/null &
   echo "started: $run_dir/job.sh (log $run_dir/job.log)"
@@ -35,7 +35,7 @@ watch)
   end=$((SECONDS + seconds))
   while [ ! -e "$run_dir/job.rc" ] && [ $SECONDS -lt $end ]; do sleep 5; done
   if [ -n "$out" ]; then
-    for f in metrics.jsonl heldout-eval.json job.log job.rc job.sh config.yaml report.html; do
+    for f in metrics.jsonl test-eval.json job.log job.rc job.sh config.yaml report.html; do
       [ -e "$run_dir/$f" ] && cp "$run_dir/$f" "$out/"
     done
   fi

@@ -17,7 +17,7 @@ cat >"$run_dir/job.sh" <<JOB
 set -x
 overrides="trainer.model=$gguf judge.sandbox.kind=none loop.val_every=0 loop.save_every=0 \\
   loop.keep_final_state=false $*"
-heldout="--dataset starter --split-file codefu/data/starter/split.json --split heldout --n 16 --k 1,2 \\
+heldout="--dataset starter --split-file codefu/data/starter/split.json --split test --n 16 --k 1,2 \\
   --max-new-tokens 160 --temperature 0.6 --engine native --device cuda --dtype bfloat16 --batch-size 320 \\
   --sandbox none --turns 2"
 python3 -m codefu eval --model $gguf \$heldout --out $run_dir/base-turns2.json || exit

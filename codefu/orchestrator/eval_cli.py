@@ -2,7 +2,7 @@
 its 95% bootstrap interval over problems; with --baseline, the paired difference A - B.
 
     codefu eval --model PATH --dataset PATH [--n 8] [--k 1,8] [--out results.json]
-                [--problems NAME,NAME | --split-file FILE [--split heldout]] [--baseline B]
+                [--problems NAME,NAME | --split-file FILE [--split test]] [--baseline B]
                 [--temperature 1.0] [--top-p 1.0] [--top-k 0] [--engine transformers|native]
                 [--dtype auto] [--seed 0] [--max-problems N] ...
 
@@ -21,8 +21,8 @@ Progress goes to stderr: on a terminal a bar per phase and model (samples genera
 elapsed, ETA), as `codefu train`'s; elsewhere a line as each phase starts and one as it ends.
 
 --problems evaluates only the problems so named; --split-file FILE does the same with a JSON list of
-names, or with one list of an object of named lists ({"train": [...], "heldout": [...]}) chosen by
---split. A name the dataset lacks is an error. --max-problems then keeps the first N of those.
+names, or with one list of an object of named lists ({"train": [...], "validation": [...], "test": [...]})
+chosen by --split. A name the dataset lacks is an error. --max-problems then keeps the first N of those.
 
 --turns K evaluates self-repair (docs/self-repair.md): each sample is an episode of up to K turns, a program
 that fails the problem's public tests getting the judge's feedback and another turn. pass@k is then of
@@ -141,9 +141,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     which.add_argument(
         "--split-file",
         default=None,
-        help='JSON list of problem names, or {"train": [...], "heldout": [...]} with --split',
+        help='JSON list of problem names, or {"train": [...], "test": [...]} with --split',
     )
-    p.add_argument("--split", default=None, help="which list of --split-file's object, e.g. heldout")
+    p.add_argument("--split", default=None, help="which list of --split-file's object, e.g. test")
     p.add_argument(
         "--baseline",
         default=None,
