@@ -12,8 +12,10 @@ FILE; `--out -` writes nothing. A smoke run (a tiny model) writes only where --o
 README.md or docs/benchmarks.md quotes comes from such a file.
 
 The commit is `git rev-parse HEAD` of this repository, `dirty` whether tracked files differ from it (and
-`dirty_paths` which: other people's edits count too); where the tree is a copy without .git (the GPU
-machine), the commit is `$CODEFU_COMMIT` if set, else null. The machine: CPU model, cores, memory, kernel,
+`dirty_paths` which: other people's edits count too). `$CODEFU_COMMIT`, where set, is taken instead (dirty
+then unknown: null): on the GPU machine the copy's .git is the session's first snapshot, so git there
+names a stale commit and every later change as dirty; run there as `CODEFU_COMMIT=<sha> python bench/...`
+with the commit sent. The machine: CPU model, cores, memory, kernel,
 Python, torch and its CUDA, and the GPUs that `nvidia-smi` lists (read without creating a CUDA context, so
 that a driver process holds no GPU memory its actors need).
 """
@@ -101,10 +103,13 @@ def command(argv: Sequence[str]) -> str:
 
 
 def git_state() -> tuple[str | None, list[str] | None]:
-    """(HEAD's commit, the tracked paths that differ from it); without git ($CODEFU_COMMIT or None, None)."""
+    """(HEAD's commit, the tracked paths that differ from it); ($CODEFU_COMMIT, None) where that is set;
+    (None, None) without git."""
+    if os.environ.get("CODEFU_COMMIT"):
+        return os.environ["CODEFU_COMMIT"], None
     head = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
     if head is None:
-        return os.environ.get("CODEFU_COMMIT") or None, None
+        return None, None
     status = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"]) or ""
     return head.strip(), [line[3:] for line in status.splitlines() if line.strip()]
 

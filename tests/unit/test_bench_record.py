@@ -25,6 +25,7 @@ def git(repo: Path, *argv: str) -> str:
 @pytest.fixture
 def repo(tmp_path, monkeypatch) -> Path:
     """A git repository of one commit, standing in for this one."""
+    monkeypatch.delenv("CODEFU_COMMIT", raising=False)
     root = tmp_path / "repo"
     (root / "bench").mkdir(parents=True)
     (root / "bench" / "x.py").write_text("print(1)\n")
@@ -56,14 +57,20 @@ def test_a_changed_tracked_file_makes_the_tree_dirty(repo):
     assert head["dirty"] is True and head["dirty_paths"] == ["bench/x.py"]
 
 
-def test_without_git_the_commit_comes_from_the_environment(tmp_path, monkeypatch):
+def test_without_git_no_commit(tmp_path, monkeypatch):
+    monkeypatch.delenv("CODEFU_COMMIT", raising=False)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     monkeypatch.setattr(record, "REPO", tmp_path)
-    monkeypatch.delenv("CODEFU_COMMIT", raising=False)
     assert record.git_state() == (None, None)
+    assert record.header(["bench/x.py"])["dirty"] is None
+
+
+def test_the_environment_names_the_commit_where_gits_is_stale(repo, monkeypatch):
+    # a copy whose .git is an older snapshot (the GPU machine's): the caller names the commit it sent
+    (repo / "bench" / "x.py").write_text("print(2)\n")
     monkeypatch.setenv("CODEFU_COMMIT", "abc123")
     head = record.header(["bench/x.py"])
-    assert head["commit"] == "abc123" and head["dirty"] is None
+    assert head["commit"] == "abc123" and head["dirty"] is None and head["dirty_paths"] is None
 
 
 def test_write_and_where_out_puts_the_file(repo, tmp_path):
