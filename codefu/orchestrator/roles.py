@@ -244,11 +244,12 @@ def _trainer_ranks(
 
 
 def role_process_options(gpus: int, cuda_allocator: str | None = None) -> dict[str, Any]:
-    """Ray options of a role's processes: on CPU every core for each (the phases take turns); on GPU the
-    CUDA allocator's settings (`trainer.cuda_allocator`, for the trainer's processes), read by torch at
-    its first allocation, so they go in before the process starts."""
+    """Ray options of a role's processes: on CPU every core for each (the phases take turns), or as many
+    threads as the driver's OMP_NUM_THREADS says (several runs sharing one machine); on GPU the CUDA
+    allocator's settings (`trainer.cuda_allocator`, for the trainer's processes), read by torch at its
+    first allocation, so they go in before the process starts."""
     if gpus == 0:
-        env = {"OMP_NUM_THREADS": str(os.cpu_count() or 1)}
+        env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)}
     else:
         env = {"PYTORCH_CUDA_ALLOC_CONF": cuda_allocator} if cuda_allocator else {}
     return {"runtime_env": {"env_vars": env}} if env else {}

@@ -27,7 +27,14 @@ def test_gpu_roles_without_settings_keep_torchs_default(local_ray):
     assert _in_process(role_process_options(1), "PYTORCH_CUDA_ALLOC_CONF") is None
 
 
-def test_cpu_roles_use_every_core_and_no_cuda_settings(local_ray):
+def test_cpu_roles_use_every_core_and_no_cuda_settings(local_ray, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     options = role_process_options(0, "expandable_segments:True")
     assert _in_process(options, "OMP_NUM_THREADS") == str(os.cpu_count())
     assert _in_process(options, "PYTORCH_CUDA_ALLOC_CONF") is None
+
+
+def test_cpu_roles_take_the_drivers_thread_count_when_set(local_ray, monkeypatch):
+    # several runs sharing one machine each set OMP_NUM_THREADS to their share of the cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert _in_process(role_process_options(0), "OMP_NUM_THREADS") == "3"
