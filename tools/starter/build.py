@@ -5,7 +5,8 @@
 For every problem: generates the private inputs with the problem's fixed seed, runs the Python
 reference to get the expected outputs, checks that the C++ reference prints the same tokens, checks the
 size limits, and writes one JSON object per line. Deterministic: rebuilding gives the same file. A
-problem with a ladder level gets a last key "extra": {"level": N}; the others have no "extra".
+problem with a level (the ladder's 1-4, the middle level 5) gets a last key "extra": {"level": N}; the
+others have no "extra".
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ RATING = 800
 MEMORY_LIMIT = 256 * 1024 * 1024
 MAX_TEST_BYTES = 200 * 1024  # input + output of one test
 MAX_SET_BYTES = 4 * 1024 * 1024  # the whole JSONL
-LEVELS = (1, 2, 3, 4)  # the ladder's levels, easiest first
+LEVELS = (1, 2, 3, 4, 5)  # the ladder's 1-4 (specs/ladder.py), then the middle level 5 (specs/middle.py)
 
 
 def src(text: str) -> str:
@@ -45,8 +45,9 @@ class Spec:
 
     `gen(rng)` returns the private (hidden) test inputs, deterministic for the given rng; the expected
     outputs are produced by running the Python reference and cross-checked against the C++ one.
-    `level` (1-4) places a problem on the ladder of specs/ladder.py; build.py writes it as
-    {"extra": {"level": N}}, which the problems-JSONL schema keeps in Problem.extra. None: no level.
+    `level` places a problem on the ladder of specs/ladder.py (1-4) or on the middle level of specs/middle.py
+    (5); build.py writes it as {"extra": {"level": N}}, which the problems-JSONL schema keeps in
+    Problem.extra. None: no level (the original problems).
     """
 
     name: str

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from common import Spec
 
-from specs import ladder, lists, numbers, strings
+from specs import ladder, lists, middle, numbers, strings
 
-ALL: list[Spec] = [*numbers.SPECS, *strings.SPECS, *lists.SPECS, *ladder.SPECS]
+ALL: list[Spec] = [*numbers.SPECS, *strings.SPECS, *lists.SPECS, *ladder.SPECS, *middle.SPECS]
