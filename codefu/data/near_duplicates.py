@@ -1,8 +1,8 @@
 """Near-duplicate problems: pairs whose reference solutions or statements are almost the same.
 
 A held-out problem that is a near-copy of a training problem (is-odd beside is-even, first-letter beside
-last-letter) measures recall, not generalisation: on the starter set such held-out problems scored 2-5x the
-pass@1 of the others in every evaluation (docs/LOG.md, 2026-12-06). Splits therefore keep each family of
+last-letter) measures recall, not generalisation: on the earlier starter split such held-out problems passed 2.0-4.8x as
+often as the others in five of six evaluations (tools/starter/near_copy_evidence.py). Splits therefore keep each family of
 near-copies on one side: `families` joins problems linked by either test below, and tools/starter/split.py
 assigns whole families.
 
