@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long learning run on one GPU machine (issue #14): configs/gpu-smollm2.yaml for loop.steps steps, then
-# the held-out evaluation of the final model against the base model. One device call may last 10 minutes,
+# the evaluation of the final model against the base model on the test split. One device call may last 10 minutes,
 # so the run is started detached and watched by later calls, which must follow each other closely (the
 # machine is given back after 30 s idle, with the run on it).
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Self-repair on one GPU (issue #20) with the bundled model: pass@1 after each of 2 turns on the starter
-# held-out split before and after a short training with rollout.turns=2, and the step time of two-turn
+# test split before and after a short training with rollout.turns=2, and the step time of two-turn
 # steps against one-turn steps of the same config (configs/gpu-smollm2.yaml). Started detached (a device
 # call may last 10 minutes); later calls watch it (bench/gpu_learning.sh watch RUN_DIR SECONDS OUT).
 #
