@@ -10,6 +10,7 @@
 # Each candidate is `python bench/learning.py --seeds 0 --split validation` with its overrides; the
 # transformers engine, because the native engine sizes its KV cache from the whole GPU's free memory and
 # several runs at once would take each other's. The judge runs without the sandbox (no bubblewrap there).
+# The GPU image lacks Ray and gguf: `../shared/tools/gpu-wheels.sh gguf` fills .whl/ with both (carry it).
 set -euo pipefail
 cmd=${1:?start or watch}
 root=${2:?ROOT}
