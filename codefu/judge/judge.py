@@ -343,13 +343,7 @@ class Judge:
     ) -> list[TestResult | None]:
         """Results in test order; None for tests skipped after an early stop."""
         early_stop = self.spec.all_or_nothing if self.config.early_stop is None else self.config.early_stop
-        scale = self.config.time_scale * (
-            self.config.python_time_scale if program.language == "python" else 1
-        )
-        cpu = problem.time_limit_s * scale
-        limits = Limits(
-            cpu, cpu * self.config.wall_scale + 1, problem.memory_limit_bytes, self.config.output_limit_bytes
-        )
+        limits = run_limits(self.config, problem, program.language)
         results: list[TestResult | None] = [None] * len(tests)
         lock = threading.Lock()
         next_test, stop = 0, False
@@ -513,6 +507,14 @@ class Judge:
                 return outcome
             finally:
                 shutil.rmtree(case, ignore_errors=True)
+
+
+def run_limits(config: JudgeConfig, problem: Problem, language: str) -> Limits:
+    """The limits a program in `language` runs a test of `problem` under: the problem's time limit x the
+    judge's scales (CPU time; wall clock: that x wall_scale + 1 s), its memory limit, the output cap."""
+    scale = config.time_scale * (config.python_time_scale if language == "python" else 1)
+    cpu = problem.time_limit_s * scale
+    return Limits(cpu, cpu * config.wall_scale + 1, problem.memory_limit_bytes, config.output_limit_bytes)
 
 
 def with_sandbox_retries(run: Callable[[], RunResult]) -> RunResult:

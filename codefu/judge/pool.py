@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from codefu.judge.arrivals import Arrivals
-from codefu.judge.judge import ARRIVAL_POLL_S, Judge, JudgeConfig, judge_identical_once
+from codefu.judge.extract import Program
+from codefu.judge.judge import ARRIVAL_POLL_S, Judge, JudgeConfig, SingleRun, judge_identical_once
+from codefu.judge.sandbox import Limits
 from codefu.node_labels import group_resource
 from codefu.types import Problem, Status, Verdict
 
@@ -35,6 +37,9 @@ class JudgeWorker:
 
     def judge(self, problem: Problem, response: str) -> Verdict:
         return self.judge_.judge(problem, response)
+
+    def run_once(self, program: Program, stdin: str, limits: Limits) -> SingleRun:
+        return self.judge_.run_once(program, stdin, limits)
 
     def node(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -269,6 +274,22 @@ class RayJudgePool:
                 f"the judge has no worker left: the last one, on node {slot.node_id}, is gone: {why}"
             )
         log.warning("judge node %s dropped: %s", slot.node_id, why)
+
+    def run_once(self, program: Program, stdin: str, limits: Limits) -> SingleRun:
+        """`Judge.run_once` on the working node with the least in flight (what a program prints: the
+        test audit's reference answers); an actor that fails or a run past the submission timeout is an
+        error of ours (`SingleRun.error`), not tried again."""
+        with self._lock:
+            slot = min(self._working(), key=lambda s: s.in_flight / s.workers)
+            slot.in_flight += 1
+        try:
+            ref = slot.actor.run_once.remote(program, stdin, limits)
+            return ray.get(ref, timeout=self.config.submission_timeout_s)
+        except (RayError, GetTimeoutError) as e:
+            return SingleRun(False, error=f"judge worker on node {slot.node_id} failed: {e}"[:1000])
+        finally:
+            with self._lock:
+                slot.in_flight -= 1
 
     def compile_cache_stats(self) -> dict[str, dict[str, int]]:
         """Each working actor's compile cache hits and misses, by node id."""
