@@ -44,6 +44,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--include-generated", action="store_true", help="add generated tests after the private ones"
     )
+    p.add_argument(
+        "--keep-solutions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep up to N correct and N incorrect solutions per problem in extra_info (codefu audit-tests)",
+    )
     p.add_argument("--max-tests", type=int, default=250, help="hidden tests per problem at most")
     p.add_argument("--max-test-bytes", type=int, default=1 << 20, help="input+output bytes per test at most")
     p.add_argument("--min-rating", type=int, default=800)
@@ -62,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         [
             ("out", out.is_dir() or not out.exists(), "a folder (new or existing), not a file"),
             ("max_tests", args.max_tests >= 1, ">= 1"),
+            ("keep_solutions", args.keep_solutions >= 0, ">= 0"),
             ("max_test_bytes", args.max_test_bytes >= 1, ">= 1"),
         ],
     )
@@ -77,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         template=args.template,
         template_seed=args.template_seed,
         include_generated=args.include_generated,
+        keep_solutions=args.keep_solutions,
         max_tests=args.max_tests,
         max_test_bytes=args.max_test_bytes,
         min_rating=args.min_rating,

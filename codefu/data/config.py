@@ -75,6 +75,10 @@ class PrepareConfig:
     instead of dropping them as `missing_rating`."""
     include_generated: bool = False
     """Add CodeContests' generated tests to the hidden tests, after the private ones."""
+    keep_solutions: int = 0
+    """Known-correct and known-incorrect programs kept per problem (each, at most; C++ and Python 3, each
+    under 64 KiB) in extra_info.solutions / wrong_solutions, for `codefu audit-tests`; 0: none. Read from
+    CodeContests' solutions / incorrect_solutions and problems JSONL's solutions / wrong_solutions."""
     max_tests: int = 250
     """Cap on hidden tests per problem (private first, then generated). CodeFu's largest had 250."""
     max_test_bytes: int = 1 << 20

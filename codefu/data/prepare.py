@@ -25,6 +25,7 @@ from codefu.data.filters import FILTERS, Deduplicator, first_reason, select_hidd
 from codefu.data.raw import Malformed, RawProblem
 from codefu.data.report import PrepareReport
 from codefu.data.schema import problem_to_row
+from codefu.data.solutions import kept_solutions
 from codefu.data.sources import SOURCES, Source
 from codefu.data.sources.apps import AppsSource
 from codefu.data.sources.code_contests import CodeContestsSource
@@ -45,7 +46,9 @@ TABLE_SOURCES: dict[str, type[TableSource]] = {
 
 def open_source(spec: SourceInput, cfg: PrepareConfig) -> Source:
     if spec.source == "code_contests":
-        return CodeContestsSource(spec.input, cfg.splits, cfg.include_generated, cfg.batch_rows)
+        return CodeContestsSource(
+            spec.input, cfg.splits, cfg.include_generated, cfg.batch_rows, cfg.keep_solutions > 0
+        )
     if spec.source == "jsonl":
         return JsonlSource(spec.input, cfg.splits)
     if spec.source in TABLE_SOURCES:
@@ -168,7 +171,13 @@ def _consume(
         return
     problem, bucket = result
     index = writer.next_index(bucket, item.split)
-    problem.extra = {"split": item.split, "index": index, "bucket": bucket, "source_id": item.source_id}
+    problem.extra = {
+        **kept_solutions(problem, pipeline.cfg.keep_solutions),
+        "split": item.split,
+        "index": index,
+        "bucket": bucket,
+        "source_id": item.source_id,
+    }
     row = problem_to_row(problem, item.split, index, bucket, item.source_id, item.date, item.difficulty)
     writer.add(bucket, item.split, row)
     report.count(source, "kept")

@@ -12,7 +12,9 @@ One row (as CodeFu published it, plus our `extra_info`):
                    {kind, source, language[, files: {name: text}]}),
                    date (YYYY-MM-DD or null), difficulty (the source's label or null),
                    function (JSON or null: {entry_point, starter_code, unwrap_singleton}: a
-                   function-call problem, whose test inputs are JSON argument arrays)}
+                   function-call problem, whose test inputs are JSON argument arrays),
+                   solutions, wrong_solutions (JSON or null: [{language, source[, flaw]}]: known-correct
+                   and known-incorrect programs, from `prepare --keep-solutions`; codefu.data.solutions)}
 
 Struct fields are in the order CodeFu's file has them (alphabetical), with the same types, so files we
 write concatenate with theirs. Reading is tolerant: other verl code datasets omit fields, name test keys
@@ -54,7 +56,9 @@ EXTRA_INFO = pa.struct(
         ("checker", pa.string()),
         ("date", pa.string()),
         ("difficulty", pa.string()),
-        ("function", pa.string()),  # last: rows written before it existed read as stdin problems
+        ("function", pa.string()),  # rows written before it existed read as stdin problems
+        ("solutions", pa.string()),  # `prepare --keep-solutions`: JSON [{language, source}] or null
+        ("wrong_solutions", pa.string()),  # the same, known-incorrect (with "flaw" where known)
     ]
 )
 SCHEMA = pa.schema(
@@ -128,8 +132,14 @@ def problem_to_row(
             "date": date or None,
             "difficulty": difficulty or None,
             "function": function_to_json(p.function),
+            "solutions": _json_or_none(p.extra.get("solutions")),
+            "wrong_solutions": _json_or_none(p.extra.get("wrong_solutions")),
         },
     }
+
+
+def _json_or_none(v: Any) -> str | None:
+    return None if not v else v if isinstance(v, str) else json.dumps(v)
 
 
 def function_to_json(f: FunctionSpec | None) -> str | None:

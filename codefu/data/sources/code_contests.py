@@ -1,8 +1,8 @@
 """DeepMind CodeContests, as the parquet shards of the Hugging Face dataset `deepmind/code_contests`
 (data/{train,valid,test}-NNNNN-of-NNNNN-*.parquet), or streamed with `datasets` ("hf:deepmind/code_contests").
 
-Parquet is read one row group at a time, only the columns we use (solutions, several GB, are never
-read), and converted to Python `batch_rows` rows at a time, so memory stays bounded by one row group's
+Parquet is read one row group at a time, only the columns we use (solutions, several GB, are read
+only for `prepare --keep-solutions`), and converted to Python `batch_rows` rows at a time, so memory stays bounded by one row group's
 tests whatever the dataset size. The split of a file is the start of its name (train/valid/test), else
 its directory's name, else "train". Files are read test split first, then valid, then the rest, so
 duplicate statements are kept in the evaluation split and dropped from train.
@@ -30,6 +30,8 @@ REQUIRED = (
     "memory_limit_bytes",
 )
 OPTIONAL = ("input_file", "output_file")
+# read only for `prepare --keep-solutions` (several GB in all): Problem.extra key -> column
+SOLUTION_COLUMNS = {"solutions": "solutions", "wrong_solutions": "incorrect_solutions"}
 SPLITS = ("train", "valid", "test")
 _SPLIT_ORDER = {"test": -2, "valid": -1}
 HF_PREFIX = "hf:"
@@ -97,7 +99,7 @@ def _text(row: dict[str, Any], column: str) -> str:
 
 
 def row_to_raw(
-    row: dict[str, Any], split: str, file: str, index: int, generated: bool
+    row: dict[str, Any], split: str, file: str, index: int, generated: bool, solutions: bool = False
 ) -> RawProblem | Malformed:
     """One CodeContests record (a parquet row or a `datasets` example, as a dict) as a RawProblem."""
     try:
@@ -113,6 +115,7 @@ def row_to_raw(
             memory_limit_bytes=_int(row, "memory_limit_bytes"),
             rating=_int(row, "cf_rating") or None,
             source="code_contests",
+            extra={k: row.get(c) for k, c in SOLUTION_COLUMNS.items() if solutions and row.get(c)},
         )
         gen = _tests(row, "generated_tests") if generated else []
         input_file, output_file = _text(row, "input_file"), _text(row, "output_file")
@@ -127,9 +130,15 @@ class CodeContestsSource:
     name = "code_contests"
 
     def __init__(
-        self, spec: str, splits: tuple[str, ...] | None, include_generated: bool, batch_rows: int = 64
+        self,
+        spec: str,
+        splits: tuple[str, ...] | None,
+        include_generated: bool,
+        batch_rows: int = 64,
+        solutions: bool = False,
     ):
         self.spec, self.splits, self.generated, self.batch_rows = spec, splits, include_generated, batch_rows
+        self.solutions = solutions
         self._files = [] if spec.startswith(HF_PREFIX) else expand(spec, ".parquet")
         if self.splits:
             self._files = [f for f in self._files if split_of(f) in self.splits]
@@ -140,7 +149,8 @@ class CodeContestsSource:
         return self._files
 
     def columns(self) -> list[str]:
-        return [*REQUIRED, *OPTIONAL, *(("generated_tests",) if self.generated else ())]
+        solutions = tuple(SOLUTION_COLUMNS.values()) if self.solutions else ()
+        return [*REQUIRED, *OPTIONAL, *(("generated_tests",) if self.generated else ()), *solutions]
 
     def count_rows(self) -> int | None:
         if self.spec.startswith(HF_PREFIX):
@@ -167,7 +177,7 @@ class CodeContestsSource:
             if isinstance(item, Malformed):
                 yield item
             else:
-                yield row_to_raw(item[1], split, str(path), item[0], self.generated)
+                yield row_to_raw(item[1], split, str(path), item[0], self.generated, self.solutions)
 
     def _iter_hub(self, dataset: str) -> Iterator[RawProblem | Malformed]:
         try:
@@ -180,4 +190,5 @@ class CodeContestsSource:
         for split in sorted(self.splits or SPLITS, key=lambda s: _SPLIT_ORDER.get(s, 0)):
             rows: Iterable[dict[str, Any]] = datasets.load_dataset(dataset, split=split, streaming=True)
             for i, row in enumerate(rows):
-                yield row_to_raw(row, split, f"{HF_PREFIX}{dataset}[{split}]", i, self.generated)
+                where = f"{HF_PREFIX}{dataset}[{split}]"
+                yield row_to_raw(row, split, where, i, self.generated, self.solutions)

@@ -100,6 +100,36 @@ def parse_problem(obj: Any, fallback_name: str) -> Problem:
     )
 
 
+def problem_to_object(p: Problem) -> dict[str, Any]:
+    """`p` as one line of this schema (`parse_problem` reads it back to an equal `Problem`): every test as
+    hidden "private_tests"; extra["solutions"] / extra["wrong_solutions"] go back to the top level. A
+    function-call problem has no field here: ValueError."""
+    if p.function is not None:
+        raise ValueError(f"problem {p.name!r} is a function-call problem: problems JSONL cannot hold it")
+    obj: dict[str, Any] = {
+        "name": p.name,
+        "statement": p.statement,
+        "public_tests": [{"input": t.input, "output": t.output} for t in p.public_tests],
+        "private_tests": [{"input": t.input, "output": t.output} for t in p.private_tests],
+        "time_limit_s": p.time_limit_s,
+        "memory_limit_bytes": p.memory_limit_bytes,
+        "language": p.preferred_language,
+        "source": p.source,
+    }
+    if p.rating:
+        obj["rating"] = p.rating
+    if p.checker is not None:
+        c = p.checker
+        obj["checker"] = {"kind": c.kind, "source": c.source, "language": c.language, "files": dict(c.files)}
+    if p.prompt:
+        obj["prompt"] = p.prompt
+    extra = {k: v for k, v in p.extra.items() if k not in _TO_EXTRA}
+    if extra:
+        obj["extra"] = extra
+    obj.update({k: p.extra[k] for k in _TO_EXTRA if k in p.extra})
+    return obj
+
+
 def iter_objects(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number from 1, parsed JSON or a RowError) for each non-blank line."""
     with open(path, encoding="utf-8") as f:
