@@ -10,6 +10,7 @@ from codefu.errors import CodefuError
 
 def build_parser() -> argparse.ArgumentParser:
     from codefu.data import cli as data_cli
+    from codefu.judge import audit_cli
     from codefu.judge import cli as judge_cli
     from codefu.launcher import cli as launch_cli
     from codefu.observability import cli as report_cli
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_cli.add_parser(sub)
     eval_cli.add_parser(sub)
     judge_cli.add_parser(sub)
+    audit_cli.add_parser(sub)
     serve_cli.add_parser(sub)
     data_cli.add_parser(sub)
     launch_cli.add_parser(sub)
