@@ -1,7 +1,7 @@
 """Test audit throughput: `codefu audit-tests` on a dataset (default: the starter set, every problem, every
 correct and known-incorrect solution on every test), as problems audited per minute on this machine.
 
-    python bench/audit_tests.py [--dataset starter] [--augment-tests 0] [--max-problems N] [--workers W]
+    python bench/audit_tests.py [--dataset starter] [--augment-tests 0] [--max-problems N] [--ray]
 
 Writes the command's timing and per-source summary, the load average before and after, the commit and the
 machine to --out (bench/record.py; default docs/results/<date>-test-audit.json). The load is recorded
@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-problems", type=int, default=None)
     ap.add_argument("--workers", type=int, default=0, help="sandboxes at once (0: one per CPU)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ray", action="store_true", help="on a local Ray cluster's judge pool")
     record.add_out_argument(ap, "test-audit")
     args = ap.parse_args(argv)
     head = record.header(None if argv is None else ["bench/audit_tests.py", *argv])
@@ -38,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         report_path = Path(tmp) / "audit.json"
         cmd = ["audit-tests", args.dataset, "--out", str(report_path), "--seed", str(args.seed)]
         cmd += ["--augment-tests", str(args.augment_tests), "--workers", str(args.workers)]
+        if args.ray:
+            cmd += ["--ray"]
         if args.max_problems is not None:
             cmd += ["--max-problems", str(args.max_problems)]
         if codefu(cmd) != 0:

@@ -203,6 +203,7 @@ def _list(lines: list[list[str]], shape: Shape, rng: random.Random) -> bool:
 
 
 def _char_edges(c: str) -> list[str]:
+    """The edges of a character's class (a/z, A/Z, 0/9), or the character itself (punctuation)."""
     for lo, hi in (("a", "z"), ("A", "Z"), ("0", "9")):
         if lo <= c <= hi:
             return [lo, hi]
@@ -222,8 +223,8 @@ def _word(lines: list[list[str]], shape: Shape, rng: random.Random) -> bool:
     k = rng.randrange(len(chars))
     if how == "shuffle":
         rng.shuffle(chars)
-    elif how == "copy":
-        chars[k] = rng.choice(chars)
+    elif how == "copy":  # another of its characters of the same class (a letter for a letter, ...)
+        chars[k] = rng.choice([c for c in chars if _char_edges(c) == _char_edges(chars[k])])
     elif how == "edge":
         chars[k] = rng.choice(_char_edges(chars[k]))
     elif i not in counted_lists(lines).values() and not any(is_int(t) for t in lines[i]):
@@ -523,7 +524,7 @@ def disagreement(verdicts: list[Verdict], k: int) -> str | None:
         if status in LIMIT_STATUSES:
             return "a correct solution goes over a limit"
         if status is not Status.ACCEPTED:
-            return f"correct solutions disagree ({status.value})"
+            return f"a correct solution differs from the reference's answer ({status.value})"
     return None
 
 
