@@ -211,9 +211,10 @@ def _char_edges(c: str) -> list[str]:
 
 
 def _word(lines: list[list[str]], shape: Shape, rng: random.Random) -> bool:
-    """A word (a token that is not an integer) changed within its alphabet: its letters shuffled, one
-    set to another of its letters or to an edge of its class (a/z, A/Z, 0/9); or, on a line of words
-    no count refers to, a word repeated or dropped."""
+    """A word (a token that is not an integer) changed within its alphabet: the characters of one class
+    (lowercase, uppercase, digits, or one punctuation mark) shuffled among their places, one set to another
+    of its class or to an edge of its class (a/z, A/Z, 0/9); or, on a line of words no count refers to, a
+    word repeated or dropped."""
     words = [(i, j) for i, line in enumerate(lines) for j, t in enumerate(line) if not is_int(t)]
     if not words:
         return False
@@ -221,8 +222,12 @@ def _word(lines: list[list[str]], shape: Shape, rng: random.Random) -> bool:
     chars = list(lines[i][j])
     how = rng.choice(["shuffle", "copy", "edge", "line"])
     k = rng.randrange(len(chars))
-    if how == "shuffle":
-        rng.shuffle(chars)
+    if how == "shuffle":  # among the places of one class: "10:00" stays dd:dd
+        places = [at for at, c in enumerate(chars) if _char_edges(c) == _char_edges(chars[k])]
+        picked = [chars[at] for at in places]
+        rng.shuffle(picked)
+        for at, c in zip(places, picked, strict=True):
+            chars[at] = c
     elif how == "copy":  # another of its characters of the same class (a letter for a letter, ...)
         chars[k] = rng.choice([c for c in chars if _char_edges(c) == _char_edges(chars[k])])
     elif how == "edge":
