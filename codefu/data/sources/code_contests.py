@@ -2,10 +2,10 @@
 (data/{train,valid,test}-NNNNN-of-NNNNN-*.parquet), or streamed with `datasets` ("hf:deepmind/code_contests").
 
 Parquet is read one row group at a time, only the columns we use (solutions, several GB, are read
-only for `prepare --keep-solutions`), and converted to Python `batch_rows` rows at a time, so memory stays bounded by one row group's
-tests whatever the dataset size. The split of a file is the start of its name (train/valid/test), else
-its directory's name, else "train". Files are read test split first, then valid, then the rest, so
-duplicate statements are kept in the evaluation split and dropped from train.
+only for `prepare --keep-solutions`), and converted to Python `batch_rows` rows at a time, so memory
+stays bounded by one row group's tests whatever the dataset size. The split of a file is the start of its
+name (train/valid/test), else its directory's name, else "train". Files are read test split first, then
+valid, then the rest, so duplicate statements are kept in the evaluation split and dropped from train.
 """
 
 from __future__ import annotations
