@@ -4,6 +4,8 @@ solutions are counted with their reasons, and a reference that loops on a genera
 
 import json
 
+import pytest
+
 from codefu.cli import main
 from codefu.data.loader import load_problems
 
@@ -55,3 +57,17 @@ def test_bad_material_is_counted_not_raised(tmp_path):
     assert (s["problems"], s["audited"], s["broken"], s["correct_not_compiling"]) == (4, 3, 1, 1)
     assert r["dropped"] == [{"name": "broken", "reason": "a correct solution fails its tests"}]
     assert [p.name for p in load_problems(out)] == ["no-compile", "no-solutions", "loops-on-3"]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["starter", "--augment-tests", "-1"], "--augment-tests -1: must be >= 0"),
+        (["starter", "--dataset-out", "x.parquet"], "--dataset-out x.parquet: must be a .jsonl"),
+        (["/no/such.jsonl"], "/no/such.jsonl"),
+    ],
+)
+def test_bad_flags_are_refused_before_anything_runs(capsys, argv, says):
+    assert main(["audit-tests", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("codefu audit-tests: error: ") and says in err
