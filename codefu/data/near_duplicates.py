@@ -1,10 +1,10 @@
 """Near-duplicate problems: pairs whose reference solutions or statements are almost the same.
 
 A held-out problem that is a near-copy of a training problem (is-odd beside is-even, first-letter beside
-last-letter) measures recall, not generalisation: on the earlier starter split such held-out problems passed 2.0-4.8x as
-often as the others in five of six evaluations (tools/starter/near_copy_evidence.py). Splits therefore keep each family of
-near-copies on one side: `families` joins problems linked by either test below, and tools/starter/split.py
-assigns whole families.
+last-letter) measures recall, not generalisation: on the earlier starter split such held-out problems
+passed 2.0-4.8x as often as the others in five of six evaluations (tools/starter/near_copy_evidence.py).
+Splits therefore keep each family of near-copies on one side: `families` joins problems linked by either
+test below, and tools/starter/split.py assigns whole families.
 
 Two problems are near-copies when
 - their reference solutions differ by at most `max_token_edits` tokens (edit distance over the code's
