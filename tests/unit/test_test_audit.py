@@ -1,23 +1,18 @@
-"""The test audit's pure parts (codefu.judge.audit): mutations that keep an input's shape, the greedy
+"""The test audit's pure parts (codefu.judge.input_mutations, codefu.judge.audit): mutations that keep an input's shape, the greedy
 choice of generated tests, and the report's words and counts."""
 
 import random
 
-from codefu.judge.audit import (
-    AugmentStats,
-    ProblemAudit,
-    SolutionRun,
+from codefu.judge.audit import AugmentStats, ProblemAudit, SolutionRun, disagreement, killed, summary
+from codefu.judge.input_mutations import (
     candidate_inputs,
     choose_tests,
     counted_lists,
-    disagreement,
     is_int,
-    killed,
     mutate,
     observe,
     protected,
     split_lines,
-    summary,
 )
 from codefu.types import Status, TestResult, Verdict
 
