@@ -152,7 +152,7 @@ def expand(spec: str, suffix: str) -> list[Path]:
     else:
         files = sorted(Path(f) for f in glob.glob(spec, recursive=True))
     if not files:
-        kind = f"{suffix} files" if suffix else "file or match"
+        kind = f"{suffix} files" if suffix else "matching files"
         raise CodefuError(f"{spec}: no {kind} found (give a file, a directory or a glob)")
     return files
 
