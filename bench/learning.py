@@ -69,34 +69,39 @@ def train_all(
     commands: dict[int, list[str] | None], run_dirs: dict[int, Path], parallel: int
 ) -> dict[int, float]:
     """Run the training commands, `parallel` at a time (with more than one, each one's console output goes
-    to RUN_DIR.out beside its run); the seconds each took (0: finished before)."""
+    to RUN_DIR.out beside its run, and each gets its share of the cores); the seconds each took (0:
+    finished before)."""
     seconds = dict.fromkeys(commands, 0.0)
     waiting = [s for s, cmd in commands.items() if cmd is not None]
     running: dict[int, tuple[subprocess.Popen, float]] = {}
     failed = []
+    together = parallel > 1
     while waiting or running:
         while waiting and len(running) < max(1, parallel):
             s = waiting.pop(0)
             cmd = commands[s] or []
-            if parallel <= 1:
-                start = time.monotonic()
-                run(cmd)
-                seconds[s] = time.monotonic() - start
-                continue
             log = run_dirs[s].with_suffix(".out")
-            log.parent.mkdir(parents=True, exist_ok=True)
-            print(f"$ {' '.join(cmd)}  > {log}", flush=True)
-            with log.open("ab") as f:
-                proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=share_of_cores(parallel))
-                running[s] = (proc, time.monotonic())
-        time.sleep(2 if running else 0)
+            print(f"$ {' '.join(cmd)}" + (f"  > {log}" if together else ""), flush=True)
+            out = None
+            if together:
+                log.parent.mkdir(parents=True, exist_ok=True)
+                out = log.open("ab")
+            env = share_of_cores(parallel) if together else None
+            running[s] = (
+                subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env),
+                time.monotonic(),
+            )
+            if out is not None:
+                out.close()  # the child holds its own descriptor
+        time.sleep(2)
         for s, (proc, start) in list(running.items()):
             if proc.poll() is not None:
                 del running[s]
                 seconds[s] = time.monotonic() - start
                 print(f"seed {s}: training finished, exit {proc.returncode}", flush=True)
                 if proc.returncode:
-                    failed.append(f"seed {s} (exit {proc.returncode}, see {run_dirs[s].with_suffix('.out')})")
+                    where = f", see {run_dirs[s].with_suffix('.out')}" if together else ""
+                    failed.append(f"seed {s} (exit {proc.returncode}{where})")
     if failed:
         raise SystemExit("training failed: " + "; ".join(failed))
     return seconds

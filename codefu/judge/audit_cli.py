@@ -22,7 +22,7 @@ from pathlib import Path
 from codefu.errors import CodefuError, check_flags
 from codefu.judge.audit import AuditConfig, audit_judge_config, audit_problems, summary, summary_table
 from codefu.judge.checker import check_python_checkers
-from codefu.judge.cli import _make_pool, add_python_checker_flag
+from codefu.judge.cli import add_judge_flags, judge_flag_checks, make_judge
 from codefu.types import Problem
 
 
@@ -51,17 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="leave problems whose correct solutions fail out of --dataset-out (named in the report)",
     )
     p.add_argument("--parallel", type=int, default=0, help="problems at once (default: the judge's CPUs)")
-    p.add_argument("--workers", type=int, default=0, help="sandboxes at once (default: one per CPU)")
-    p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
-    add_python_checker_flag(p)
-    p.add_argument(
-        "--ray",
-        nargs="?",
-        const="auto",
-        default=None,
-        metavar="ADDRESS",
-        help="judge on a Ray cluster's judge pool (default address: auto, else a local one)",
-    )
+    add_judge_flags(p)
     p.set_defaults(run=run)
 
 
@@ -91,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
             ("rounds", args.rounds >= 1, ">= 1"),
             ("time_budget_s", args.time_budget_s > 0, "> 0"),
             ("parallel", args.parallel >= 0, ">= 0 (0: the judge's CPUs)"),
-            ("workers", args.workers >= 0, ">= 0 (0: one per CPU)"),
-            ("time_scale", args.time_scale > 0, "> 0"),
+            *judge_flag_checks(args),
             ("dataset_out", args.dataset_out is None or args.dataset_out.endswith(".jsonl"), "a .jsonl"),
         ],
     )
@@ -110,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     )
     load_before = os.getloadavg()
     start = time.monotonic()
-    judge = _make_pool(judge_config, args.ray)
+    judge = make_judge(judge_config, args.ray)
     try:
         capacity = getattr(judge, "capacity", None) or getattr(judge, "workers", 1)
         with phase_bar("audit", len(problems), "problem", lines=True) as bar:

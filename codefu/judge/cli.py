@@ -35,9 +35,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--responses", required=True, help="JSONL of {index|name, response}")
     p.add_argument("--out", required=True, help="where to write one JSONL verdict per response")
     p.add_argument("--reward", default="codefu", choices=sorted(REWARDS))
-    p.add_argument("--workers", type=int, default=0, help="sandboxes at once (default: one per CPU)")
     p.add_argument("--max-tests", type=int, default=None, help="tests per submission at most")
     p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
+    add_judge_flags(p)
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
+    )
+    p.set_defaults(run=run)
+
+
+def add_judge_flags(p: argparse.ArgumentParser) -> None:
+    """The flags of the commands that run a judge of their own (`codefu judge`, `codefu audit-tests`):
+    --workers, --time-scale, --python-checker and --ray; `judge_flag_checks` checks them and `make_judge`
+    builds the judge they describe."""
+    p.add_argument("--workers", type=int, default=0, help="sandboxes at once (default: one per CPU)")
     p.add_argument("--time-scale", type=float, default=1.0, help="multiply every problem's time limit")
     add_python_checker_flag(p)
     p.add_argument(
@@ -46,14 +59,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         const="auto",
         default=None,
         metavar="ADDRESS",
-        help="judge on a Ray cluster (default address: auto, else a local one)",
+        help="judge on a Ray cluster's judge pool (default address: auto, else a local one)",
     )
-    p.add_argument(
-        "--unsafe-no-sandbox",
-        action="store_true",
-        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
-    )
-    p.set_defaults(run=run)
+
+
+def judge_flag_checks(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
+    """`check_flags` rules of `add_judge_flags`' flags."""
+    return [
+        ("workers", args.workers >= 0, ">= 0 (0: one per CPU)"),
+        ("time_scale", args.time_scale > 0, "> 0"),
+    ]
 
 
 def add_python_checker_flag(p: argparse.ArgumentParser) -> None:
@@ -121,12 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from codefu.data.loader import load_problems
 
     check_flags(
-        args,
-        [
-            ("workers", args.workers >= 0, ">= 0 (0: one per CPU)"),
-            ("max_tests", args.max_tests is None or args.max_tests >= 1, ">= 1"),
-            ("time_scale", args.time_scale > 0, "> 0"),
-        ],
+        args, [("max_tests", args.max_tests is None or args.max_tests >= 1, ">= 1"), *judge_flag_checks(args)]
     )
     problems = load_problems(args.dataset)
     check_tested(problems, args.reward, f"--dataset {args.dataset}")
@@ -146,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     partial = out.with_name(out.name + ".partial")
     verdicts: dict[int, Verdict] = {}
     start = time.monotonic()
-    pool = _make_pool(config, args.ray)
+    pool = make_judge(config, args.ray)
     try:
         with open(partial, "w") as f, tqdm(total=len(subs), unit="sub", desc="judge", disable=None) as bar:
             for i, verdict in pool.judge_many((s.problem, s.response) for s in subs):
@@ -170,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make_pool(config: JudgeConfig, ray_address: str | None):
+def make_judge(config: JudgeConfig, ray_address: str | None):
+    """A `Judge` on this machine, or with `--ray` (`ray_address`) the `RayJudgePool` of that cluster."""
     if ray_address is None:
         return Judge(config)
     import ray

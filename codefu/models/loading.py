@@ -27,9 +27,9 @@ def native_dtype_name(device: torch.device | str) -> str:
     """bfloat16 where it is computed natively (a GPU; a CPU with AMX or AVX512-BF16), else float32:
     what a dtype of "auto" means. Emulated bf16 is not a saving: ~100x slower matmuls than fp32 on a
     2-core AMD EPYC without it (docs/LOG.md, 2026-12-06)."""
-    if torch.device(device).type == "cuda":
-        return "bfloat16"
-    return "bfloat16" if torch.device(device).type == "cpu" and cpu_has_native_bf16() else "float32"
+    kind = torch.device(device).type
+    native = kind == "cuda" or (kind == "cpu" and cpu_has_native_bf16())
+    return "bfloat16" if native else "float32"
 
 
 def resolve_dtype_name(name: str, device: torch.device | str) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from codefu.data.near_duplicates import families, near_duplicate_pairs  # noqa: E402
+from codefu.data.near_duplicates import NearDuplicate, families, near_duplicate_pairs  # noqa: E402
 
 JSONL = ROOT / "codefu" / "data" / "starter" / "problems.jsonl"
 OUT = JSONL.with_name("split.json")
@@ -44,11 +44,16 @@ def level(record: dict) -> int:
     return int(record.get("extra", {}).get("level", 0))
 
 
-def split(records: list[dict], seed: int) -> dict[str, list[str]]:
-    names = [r["name"] for r in records]
-    pairs = near_duplicate_pairs(
+def pairs_of(records: list[dict]) -> list[NearDuplicate]:
+    """The near-copy pairs of the starter records, by their Python references and statements."""
+    return near_duplicate_pairs(
         {r["name"]: r["solutions"]["python"] for r in records}, {r["name"]: r["statement"] for r in records}
     )
+
+
+def split(records: list[dict], seed: int) -> dict[str, list[str]]:
+    names = [r["name"] for r in records]
+    pairs = pairs_of(records)
     levels = {r["name"]: level(r) for r in records}
     by_level: dict[int, list[list[str]]] = defaultdict(list)
     for family in families(names, pairs):
@@ -80,8 +85,7 @@ def main() -> None:
     args = ap.parse_args()
     records = [json.loads(line) for line in JSONL.read_text().splitlines() if line.strip()]
     if args.pairs:
-        solutions = {r["name"]: r["solutions"]["python"] for r in records}
-        for p in near_duplicate_pairs(solutions, {r["name"]: r["statement"] for r in records}):
+        for p in pairs_of(records):
             print(f"{p.a:24} {p.b:24} token edits {p.token_edits}  statement ratio {p.statement_ratio}")
         return
     result = split(records, args.seed)
