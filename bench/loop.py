@@ -59,7 +59,7 @@ from codefu.orchestrator.cli import load_splits, load_tokenizer  # noqa: E402
 from codefu.orchestrator.config import RunConfig  # noqa: E402
 from codefu.orchestrator.episodes import EpisodePlan  # noqa: E402
 from codefu.orchestrator.roles import Roles, run_layout  # noqa: E402
-from codefu.orchestrator.samplers import Sampled, make_sampler, sampling_params  # noqa: E402
+from codefu.orchestrator.samplers import Sampled, sampling_params  # noqa: E402
 from codefu.orchestrator.scoring import JudgeScorer  # noqa: E402
 from codefu.types import Problem  # noqa: E402
 
@@ -140,7 +140,7 @@ def main() -> int:
         scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
     plan = EpisodePlan.of(cfg.rollout, tokenizer)
-    sampler = make_sampler(cfg, roles, scorer, loader, encode, plan)
+    sampler = loop.make_sampler(cfg, roles, scorer, loader, encode, plan)
     try:
         steps = []
         for step in range(args.warmup + args.steps):
@@ -151,9 +151,7 @@ def main() -> int:
             memory = dict(roles.memory_metrics)  # the generation phase's: offload, KV cache
             batch, rewards, trained = loop.batch_with_advantages(cfg, sampled)
             trained |= loop.update(cfg, roles, batch, rewards, timer, step)
-            if loop.policy_trains(cfg, step):
-                with timer.phase("sync"):
-                    roles.sync_weights()
+            sampler.sync_weights(step + 1, loop.policy_trains(cfg, step), timer)
             # the update alone (train_s less it: the reference pass), its recompiles, weight moves, memory
             moves = ("timing/update", "compile/", "timing/reload", "timing/reference", "memory/")
             memory |= {k: v for k, v in trained.items() if k.startswith(moves)}
@@ -163,9 +161,12 @@ def main() -> int:
                 steps.append(row)
             # warm-up steps too: a run cut short by a time limit still shows how far it got
             print(json.dumps({"step": step, "warmup": step < args.warmup} | row), flush=True)
-        parts = {} if args.no_parts else parts_alone(cfg, roles, scorer, sampled, encode)
+        sampler.close()  # loop.mode one_step_off / async: nothing more sampled ahead
+        with sampler.latest_weights():  # ... and the rollout workers idle for the parts alone
+            parts = {} if args.no_parts else parts_alone(cfg, roles, scorer, sampled, encode)
         print(json.dumps({"parts": parts}), flush=True)
     finally:
+        sampler.close()
         scorer.close()
         roles.close()
         ray.shutdown()

@@ -172,6 +172,26 @@ class LoopConfig:
     checks overlap its decoding and the last programs are scored after the last turn; asynchronous turns
     always judge as they go. false: judge the whole batch after generation (timing/judge_s)."""
     seed: int = 0
+    mode: Literal["sync", "one_step_off", "async"] = "sync"
+    """How sampling and training take turns. sync: each step samples with the weights of the step before
+    (on-policy). one_step_off: the next step's samples are made while this one trains (verl's one-step-off
+    pipeline: every sample is one policy version old). async: sampling runs up to loop.max_staleness steps
+    ahead of training. Off-policy modes need the rollout workers beside the trainer, not in turns on its
+    GPUs (resources.colocate: false); trainer.rollout_correction weighs the older samples back."""
+    max_staleness: int | None = None
+    """loop.mode async: the most policy versions between the weights that generated a sample and the
+    weights that train on it (null: 2); sampling waits rather than run further ahead. Set only with
+    async: sync is 0 and one_step_off 1 by definition."""
+    weight_sync_timeout_s: float = 600.0
+    """A weight transfer to the rollout workers that takes longer fails with an error naming the workers
+    and their nodes, instead of hanging the run."""
+
+    @property
+    def staleness_bound(self) -> int:
+        """The most policy versions a sample may be behind the weights that train on it."""
+        if self.mode == "async":
+            return 2 if self.max_staleness is None else self.max_staleness
+        return 1 if self.mode == "one_step_off" else 0
 
 
 @dataclass
@@ -197,6 +217,9 @@ class RunConfig:
         for key, owner in self.DERIVED.items():
             section, _, name = key.rpartition(".")
             setattr(getattr(self, section), name, attrgetter(owner)(self))
+
+
+LOOP_MODES = ("sync", "one_step_off", "async")
 
 
 def check_run_config(cfg: RunConfig) -> None:
@@ -261,6 +284,21 @@ def check_run_config(cfg: RunConfig) -> None:
         ("loop.val_every", lp.val_every >= 0, ">= 0 (0: never)"),
         ("loop.val_n", lp.val_n >= 1, ">= 1"),
         ("loop.save_every", lp.save_every >= 0, ">= 0 (0: only at the end)"),
+        ("loop.mode", lp.mode in LOOP_MODES, "one of " + ", ".join(LOOP_MODES)),
+        ("loop.max_staleness", lp.max_staleness is None or lp.max_staleness >= 0, ">= 0 or null"),
+        (
+            "loop.max_staleness",
+            lp.max_staleness is None or lp.mode == "async",
+            "null unless loop.mode is async (sync is 0 and one_step_off 1 by definition)",
+        ),
+        ("loop.weight_sync_timeout_s", lp.weight_sync_timeout_s > 0, "> 0"),
+        (
+            "loop.mode",
+            lp.mode == "sync" or not (cfg.resources.colocate and cfg.resources.gpus_per_rank > 0),
+            "sync while resources.colocate is true on GPUs (rollout and training take turns there); to "
+            "sample while training, set resources.colocate: false (on one GPU, give each a share: "
+            "resources.gpus_per_rank: 0.5, resources.gpus_per_rollout_worker: 0.5)",
+        ),
     ]
     for key, ok, expected in rules:
         if not ok:

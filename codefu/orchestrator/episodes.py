@@ -102,7 +102,14 @@ class Episode:
             logprobs,
             last.finish_reason,
             loss_mask=mask,
+            policy_version=oldest_version(self.responses),
         )
+
+
+def oldest_version(completions: list[Completion]) -> int | None:
+    """The oldest weights' version among `completions` (None if any has none)."""
+    versions = [c.policy_version for c in completions]
+    return None if None in versions else min(v for v in versions if v is not None)
 
 
 #: One turn: (prompts, sampling, owners) -> the completions in (prompt, sample) order and, when `owners` is

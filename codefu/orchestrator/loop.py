@@ -36,8 +36,17 @@ from codefu.orchestrator.batching import completions_to_batch
 from codefu.orchestrator.config import AlgoConfig, RunConfig
 from codefu.orchestrator.episodes import EpisodePlan, episode_metrics
 from codefu.orchestrator.evaluation import sample_and_score, turn_metrics
+from codefu.orchestrator.off_policy import OffPolicySampler
 from codefu.orchestrator.roles import Roles
-from codefu.orchestrator.samplers import Sampled, make_sampler, sampling_params
+from codefu.orchestrator.samplers import (
+    AsyncTurnsSampler,
+    LockStepTurnsSampler,
+    OnPolicySampler,
+    Sampled,
+    Sampler,
+    SingleTurnSampler,
+    sampling_params,
+)
 from codefu.orchestrator.scoring import Scorer
 from codefu.rollout.metrics import logprob_mismatch
 from codefu.rollout.prompts import encode_prompt
@@ -88,7 +97,7 @@ def train(
         extra = roles.load(str(checkpoint))
         loader.load_state_dict(extra["loader"])
         start = int(extra["step"])
-        roles.sync_weights()
+        roles.sync_weights(version=start)  # the policy after `start` steps is version `start`
         log.info("resumed from %s at step %d", checkpoint, start)
     sink = (
         MultiSink(sinks)
@@ -101,24 +110,46 @@ def train(
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
             timer = StepTimer()
             sampled = sampler.sample(step, timer)  # the step's prompts, sampled and scored
-            metrics = step_metrics(sampled, plan.turns) | loader.difficulty_metrics() | roles.memory_metrics
+            metrics = step_metrics(sampled, plan.turns) | roles.memory_metrics
             metrics |= source_metrics(sampled.all_problems, sampled.all_scores)  # data/pass_rate/<source>
+            changed = False
             if sampled.completions:
                 batch, rewards, shaping = batch_with_advantages(cfg, sampled)
                 metrics |= shaping | update(cfg, roles, batch, rewards, timer, step)
-                if policy_trains(cfg, step):
-                    with timer.phase("sync"):
-                        roles.sync_weights()
+                changed = policy_trains(cfg, step)
+            sampler.sync_weights(step + 1, changed, timer)  # version step + 1: the policy after this step
             metrics |= timer.metrics()
             last = step + 1 == end
             if cfg.loop.val_every and ((step + 1) % cfg.loop.val_every == 0 or last) and val_problems:
-                metrics |= validate(cfg, roles, scorer, val_problems, encode, plan)
+                with sampler.latest_weights():
+                    metrics |= validate(cfg, roles, scorer, val_problems, encode, plan)
             sink.write(step + 1, metrics)
-            save_state(cfg, roles, loader, run_dir, step + 1, last)
+            save_state(cfg, roles, sampler.loader_state(), run_dir, step + 1, last)
     finally:
         sink.close()
+        sampler.close()
         roles.close()
     return metrics
+
+
+def make_sampler(
+    cfg: RunConfig,
+    roles: Roles,
+    scorer: Scorer,
+    loader: ProblemLoader | MixedLoader,
+    encode: Callable[[Problem], list[int]],
+    plan: EpisodePlan,
+) -> Sampler:
+    """The run's way of sampling, from rollout.turns, rollout.async_turns and loop.mode (see the module's
+    docstring)."""
+    if plan.turns == 1:
+        kind: type[OnPolicySampler] = SingleTurnSampler
+    else:
+        kind = AsyncTurnsSampler if cfg.rollout.async_turns else LockStepTurnsSampler
+    sampler = kind(cfg, roles, scorer, loader, encode, plan)
+    if cfg.loop.mode == "sync":
+        return sampler
+    return OffPolicySampler(sampler, cfg.loop.staleness_bound)
 
 
 def batch_with_advantages(cfg: RunConfig, sampled: Sampled) -> tuple[Batch, torch.Tensor, dict[str, float]]:
@@ -181,7 +212,7 @@ def policy_trains(cfg: RunConfig, step: int) -> bool:
 
 
 def save_state(
-    cfg: RunConfig, roles: Roles, loader: ProblemLoader | MixedLoader, run_dir: Path, done: int, last: bool
+    cfg: RunConfig, roles: Roles, loader_state: dict[str, Any], run_dir: Path, done: int, last: bool
 ) -> None:
     """After `done` steps: at the run's end the final model (and, without loop.keep_final_state, no
     checkpoint); else a checkpoint every loop.save_every steps and at this session's `last` step."""
@@ -191,7 +222,7 @@ def save_state(
     if finished and not cfg.loop.keep_final_state:
         roles.drop_checkpoints(str(run_dir / "checkpoints"))
     elif last or (cfg.loop.save_every and done % cfg.loop.save_every == 0):
-        state = {"loader": loader.state_dict(), "step": done}
+        state = {"loader": loader_state, "step": done}
         saved = roles.save(str(run_dir / "checkpoints"), done, state)
         if cfg.loop.hf_export == "every_save":
             roles.export_hf(str(Path(saved) / "hf"))
@@ -251,7 +282,7 @@ def step_metrics(sampled: Sampled, turns: int = 1) -> dict[str, float]:
         lengths = [c.model_tokens for c in sampled.completions]  # the model's tokens, over every turn
         m |= summary_stats(lengths, "rollout/response_len_")  # mean, std, min, max
         m["rollout/stop_frac"] = sum(c.finish_reason == "stop" for c in sampled.completions) / len(lengths)
-    return m | episode_metrics(sampled.all_episodes, scores, turns)
+    return m | episode_metrics(sampled.all_episodes, scores, turns) | sampled.metrics
 
 
 def validate(

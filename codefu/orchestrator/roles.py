@@ -82,14 +82,47 @@ class RolloutWorkers:
         """`generate_stream` that also takes follow-ups (self-repair turns) while it runs."""
         return WorkerConversations(self.actors, prompts, sampling)
 
-    def load_weights(self, state: Any) -> None:
-        """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once)."""
-        ref = state if isinstance(state, ray.ObjectRef) else ray.put(state)
-        ray.get([a.load_weights.remote(ref) for a in self.actors])
+    def load_weights(self, state: Any, version: int | None = None, timeout_s: float | None = None) -> None:
+        """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once), as
+        weights `version`; `state` None: the weights they hold are `version` too. A worker that has not
+        loaded them after `timeout_s` seconds (None: no limit) is a CodefuError naming it and its node, as
+        is a worker that died."""
+        ref = state if state is None or isinstance(state, ray.ObjectRef) else ray.put(state)
+        self.wait([a.load_weights.remote(ref, version) for a in self.actors], "load the weights", timeout_s)
 
-    def load_shared_weights(self, shared: Sequence[Any]) -> None:
+    def load_shared_weights(self, shared: Sequence[Any], version: int | None = None) -> None:
         """Worker w loads what the trainer rank on its GPU shared (`shared[w]`)."""
-        ray.get([a.load_shared_weights.remote(shared[w]) for w, a in enumerate(self.actors)])
+        calls = [a.load_shared_weights.remote(shared[w], version) for w, a in enumerate(self.actors)]
+        self.wait(calls, "load the shared weights", None)
+
+    def wait(self, calls: list[Any], what: str, timeout_s: float | None) -> list[Any]:
+        """The answers of `calls` (call w on worker w); a CodefuError naming the workers (and their nodes)
+        that died or had not answered within `timeout_s` seconds: a stalled transfer must not hang the run."""
+        ready, pending = ray.wait(calls, num_returns=len(calls), timeout=timeout_s)
+        if pending:
+            stalled = [w for w, c in enumerate(calls) if c in pending]
+            raise CodefuError(
+                f"rollout workers {self.named(stalled)} did not {what} within {timeout_s:g} s "
+                f"(loop.weight_sync_timeout_s): a stalled transfer or a hung engine"
+            )
+        return self.answers(calls, what)
+
+    def answers(self, calls: list[Any], what: str) -> list[Any]:
+        """ray.get(calls), a worker's death as a CodefuError naming it and its node."""
+        try:
+            return ray.get(calls)
+        except ray.exceptions.RayActorError as e:
+            raise self.died(e, what) from e
+
+    def died(self, error: ray.exceptions.RayActorError, what: str) -> CodefuError:
+        """A worker's death (`error`) as a CodefuError naming the worker, its node, and what it was doing."""
+        dead_id = error.actor_id.hex() if isinstance(error.actor_id, bytes) else str(error.actor_id or "")
+        dead = [w for w, a in enumerate(self.actors) if a._actor_id.hex() == dead_id]
+        return CodefuError(f"rollout worker {self.named(dead) or '?'} died while asked to {what}: {error}")
+
+    def named(self, workers: list[int]) -> str:
+        """'0 (node 10.0.0.2), 3 (node ...)': worker indices with the address of the node each runs on."""
+        return ", ".join(f"{w} (node {actor_node(self.actors[w])})" for w in workers)
 
     def release_memory(self, weights: bool = False) -> bool:
         """Each worker's KV cache (and, with `weights`, its weights) freed; whether any weights were."""
@@ -98,6 +131,18 @@ class RolloutWorkers:
     def stats(self) -> list[dict[str, float]]:
         """Each worker's engine numbers of its last call (the native engine's `last_stats`; {} for others)."""
         return ray.get([a.stats.remote() for a in self.actors])
+
+
+def actor_node(actor: Any) -> str:
+    """The address of the node `actor` runs (or ran) on, from Ray's actor table (kept after its death);
+    "unknown" if it cannot tell. (Read through ray._private: the public state API needs the dashboard.)"""
+    try:
+        import ray._private.state
+
+        address = ray._private.state.actors(actor._actor_id.hex())["Address"]
+        return f"{address['IPAddress']}, node id {address['NodeID'][:8]}"
+    except Exception:  # a report of a failure must not fail itself
+        return "unknown"
 
 
 def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
@@ -272,6 +317,8 @@ class Roles:
         self._engine_weights_released = False
         self.critic_colocated = cfg.resources.critic_colocate
         self.memory_metrics: dict[str, float] = {}
+        self.weight_sync_timeout_s = cfg.loop.weight_sync_timeout_s
+        self.weights_version = 0  # of the rollout workers' weights: 0 is the model they started with
         self._generating = False
         self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
         self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
@@ -315,7 +362,8 @@ class Roles:
         self._generating = True
         self.memory_metrics = self._reloaded()  # a reload no update collected (a step without one)
         if self._engine_weights_released:
-            self.sync_weights()  # a step without an update (and so without its sync): the same weights
+            # a step without an update (and so without its sync): the same weights
+            self.sync_weights(self.weights_version)
         learners = [*self.trainer, *(self.critic if self.critic and self.critic_colocated else [])]
         if self.offload_optimizer:
             self.memory_metrics |= _summed(ray.get([a.offload_optimizer.remote() for a in learners]))
@@ -399,19 +447,33 @@ class Roles:
         reloads, self._reloads = self._reloads, []
         return _summed(ray.get(reloads)) if reloads else {}
 
-    def sync_weights(self) -> None:
+    def sync_weights(self, version: int | None = None) -> None:
+        """The rollout workers take the policy's weights, as `version` (None: their version stays)."""
         if self.colocated:
             # rollout worker w shares trainer rank w's GPU (its bundle): in place, through CUDA IPC
             shared = ray.get([a.share_weights.remote() for a in self.trainer])
-            self.rollout.load_shared_weights(shared)
+            self.rollout.load_shared_weights(shared, version)
             ray.get([a.drop_shared_weights.remote() for a in self.trainer])
             self._engine_weights_released = False
+            if version is not None:
+                self.weights_version = version
             return
-        # a collective on every rank; rank 0's full state dict stays in Ray's store (never copied to the
-        # driver) and that one object goes to every rollout worker
+        self.load_rollout_weights(self.publish_weights(), version)
+
+    def publish_weights(self) -> Any:
+        """The policy's full state dict in Ray's store (an ObjectRef; never copied to the driver): a
+        collective on every rank, rank 0's object kept. Split placement only (colocated engines take the
+        weights in place: `sync_weights`)."""
         refs = [a.state_dict_for_sync.remote() for a in self.trainer]
         ray.get(refs[1:])
-        self.rollout.load_weights(refs[0])
+        return refs[0]
+
+    def load_rollout_weights(self, weights: Any, version: int | None = None) -> None:
+        """Every rollout worker loads `weights` (`publish_weights`' object; None: the weights they hold are
+        `version` too), within loop.weight_sync_timeout_s."""
+        self.rollout.load_weights(weights, version, self.weight_sync_timeout_s)
+        if version is not None:
+            self.weights_version = version
 
     def save(self, root: str, step: int, extra_state: dict[str, Any]) -> str:
         """Checkpoint `root/step_N` (the policy) and `root/critic/step_N`. The critic's is written first:

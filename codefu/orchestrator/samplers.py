@@ -1,7 +1,7 @@
 """How a step's samples are made: the step's prompts → episodes from the rollout workers → scores from the
 judge, as one `Sampled` for the loop, which does not know how they were made.
 
-One `Sampler` per way of sampling, chosen once from the config (`make_sampler`):
+One `Sampler` per way of sampling, chosen once from the config (codefu.orchestrator.loop.make_sampler):
 
     SingleTurnSampler      one response per sample (rollout.turns: 1), judged on the hidden tests as each
                            finishes (loop.overlap_judge) or once all are written
@@ -12,18 +12,20 @@ One `Sampler` per way of sampling, chosen once from the config (`make_sampler`):
                            episode scored as it ends (rollout.async_turns, the default)
 
 All three sample the step's prompts with the current weights (`OnPolicySampler`: seeds from (seed, step,
-round); with dynamic sampling, more rounds while groups are dropped). An off-policy sampler (generation
-running ahead of the update within a staleness bound) is one more implementation of `Sampler.sample` (it
-will also have to hear of each weight sync, which these need not).
+round); with dynamic sampling, more rounds while groups are dropped). With loop.mode one_step_off or async,
+`OffPolicySampler` runs one of them on a thread of its own, ahead of training by at most
+loop.max_staleness policy versions (codefu.orchestrator.off_policy).
 
 Not codefu.rollout.sampling, which draws one token from the logits.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -61,31 +63,34 @@ class Sampled:
     all_episodes: list[Episode] = field(default_factory=list)  # the episode of each of all_scores
     generated_tokens: int = 0  # tokens the model wrote in every episode, dropped ones included
     judge_busy_s: float = 0.0  # seconds the judge had a submission of this step awaiting its verdict
+    metrics: dict[str, float] = field(default_factory=dict)  # the sampler's own: difficulty, staleness
 
 
 class Sampler(Protocol):
-    """What the loop asks of the way samples are made: each step's scored samples."""
+    """What the loop asks of the way samples are made: each step's scored samples, told of each new policy."""
 
     def sample(self, step: int, timer: StepTimer) -> Sampled:
         """Step `step`'s scored samples, the loader's difficulty record told how its problems fared; the
         phases' times go to `timer` (generate, judge or judge_tail)."""
         ...
 
+    def sync_weights(self, version: int, changed: bool, timer: StepTimer) -> None:
+        """The trainer's policy is `version` now (the steps done); `changed`: the step updated it (else its
+        weights are those of the version before). The time the caller waits goes to `timer` (sync)."""
+        ...
 
-def make_sampler(
-    cfg: RunConfig,
-    roles: Roles,
-    scorer: Scorer,
-    loader: ProblemLoader | MixedLoader,
-    encode: Callable[[Problem], list[int]],
-    plan: EpisodePlan,
-) -> Sampler:
-    """The run's way of sampling, from rollout.turns and rollout.async_turns (see the module's docstring)."""
-    if plan.turns == 1:
-        kind: type[OnPolicySampler] = SingleTurnSampler
-    else:
-        kind = AsyncTurnsSampler if cfg.rollout.async_turns else LockStepTurnsSampler
-    return kind(cfg, roles, scorer, loader, encode, plan)
+    def latest_weights(self) -> AbstractContextManager[None]:
+        """A block in which the rollout workers hold the trainer's newest weights and sample nothing else
+        (validation)."""
+        ...
+
+    def loader_state(self) -> dict[str, Any]:
+        """The loader's state as of the next step to train (a resumed run draws that step's prompts)."""
+        ...
+
+    def close(self) -> None:
+        """No more steps: anything sampling ahead stops."""
+        ...
 
 
 @dataclass
@@ -135,7 +140,24 @@ class OnPolicySampler:
                 break
         out.judge_busy_s = self.scorer.busy_s - busy_before
         self.loader.record(pass_counts(out.all_problems, out.all_scores))
+        out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
         return out
+
+    def sync_weights(self, version: int, changed: bool, timer: StepTimer) -> None:
+        if changed:
+            with timer.phase("sync"):
+                self.roles.sync_weights(version)
+        else:  # the weights they hold are the trainer's: only their number moves on
+            self.roles.load_rollout_weights(None, version)
+
+    def latest_weights(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()  # sampling waits for each sync: the engines are never behind
+
+    def loader_state(self) -> dict[str, Any]:
+        return self.loader.state_dict()
+
+    def close(self) -> None:
+        pass
 
     def episodes(
         self, problems: list[Problem], prompts: list[list[int]], sampling: SamplingParams, timer: StepTimer
@@ -272,6 +294,24 @@ def episodes_as_they_finish(
     timer.add("judge_tail", end - last_token)
     by_episode = {id(e): s for e, s in zip(ended.given, scored, strict=True)}
     return episodes, [by_episode[id(e)] for e in episodes]
+
+
+def staleness_metrics(completions: list[Completion], step: int) -> dict[str, float]:
+    """How far behind the weights training step `step` (policy version `step`) the samples' weights were:
+    the mean and the largest number of versions, and the share of samples and of their tokens at each
+    staleness (async/staleness_{k}_samples, async/staleness_{k}_tokens). Unversioned samples are left out."""
+    behind = [(step - c.policy_version, c.model_tokens) for c in completions if c.policy_version is not None]
+    if not behind:
+        return {}
+    tokens = max(1, sum(t for _, t in behind))
+    out = {
+        "async/staleness_mean": sum(k for k, _ in behind) / len(behind),
+        "async/staleness_max": float(max(k for k, _ in behind)),
+    }
+    for k in sorted({k for k, _ in behind}):
+        out[f"async/staleness_{k}_samples"] = sum(1 for j, _ in behind if j == k) / len(behind)
+        out[f"async/staleness_{k}_tokens"] = sum(t for j, t in behind if j == k) / tokens
+    return out
 
 
 def sampling_params(cfg: RunConfig, n: int, seed: int) -> SamplingParams:

@@ -4,7 +4,7 @@
     completions = ray.get(actor.generate.remote(prompt_ids, SamplingParams(n=8, seed=step)))
     for ref in actor.generate_stream.remote(prompt_ids, sampling):  # batches as they finish
         batch = ray.get(ref)
-    ray.get(actor.load_weights.remote(state_dict))
+    ray.get(actor.load_weights.remote(state_dict, version=1))  # completions say which weights wrote them
 
 `engine` is an `EngineConfig` (a `TransformersEngine` is loaded from it) or a zero-argument callable
 returning any `RolloutEngine` (it is pickled to the actor: keep it importable from `codefu`, or a
@@ -17,7 +17,7 @@ import inspect
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import ray
@@ -50,11 +50,19 @@ class RolloutWorker:
 
     def __init__(self, engine: EngineSpec) -> None:
         self.engine = build_engine(engine)
+        self.version = 0  # the weights' version (load_weights): stamped on every completion it writes
         self._inboxes: dict[str, FollowUps] = {}  # the follow-ups of each stream that takes them
         self._inboxes_lock = threading.Lock()
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        return self.engine.generate(prompts, sampling)
+        return self._stamped(self.engine.generate(prompts, sampling))
+
+    def _stamped(self, completions: list[Completion]) -> list[Completion]:
+        """`completions` marked with the version of the weights that wrote them: the engine's own account,
+        so a driver can check that no engine served older weights than it was told it holds."""
+        for c in completions:
+            c.policy_version = self.version
+        return completions
 
     def generate_stream(
         self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: str | None = None
@@ -64,17 +72,21 @@ class RolloutWorker:
         runs are generated too (see codefu.rollout.follow_ups), until `end_follow_ups`."""
         stream = getattr(self.engine, "generate_stream", None) or self._in_one_batch
         if follow_ups is None:
-            yield from stream(prompts, sampling)
+            yield from self._stamped_stream(stream(prompts, sampling))
             return
         inbox = self._inbox(follow_ups)
         try:
             if "follow_ups" in inspect.signature(stream).parameters:
-                yield from stream(prompts, sampling, inbox)
+                yield from self._stamped_stream(stream(prompts, sampling, inbox))
             else:  # a stream that cannot take them: each lot that came meanwhile as a stream of its own
-                yield from follow_ups_in_batches(stream, prompts, sampling, inbox)
+                yield from self._stamped_stream(follow_ups_in_batches(stream, prompts, sampling, inbox))
         finally:
             with self._inboxes_lock:
                 self._inboxes.pop(follow_ups, None)
+
+    def _stamped_stream(self, batches: Iterable[list[Completion]]) -> Iterator[list[Completion]]:
+        for batch in batches:
+            yield self._stamped(batch)
 
     def _in_one_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> Iterator[list[Completion]]:
         """The stream of an engine that has only `generate`: one batch."""
@@ -98,14 +110,21 @@ class RolloutWorker:
         with self._inboxes_lock:  # whichever side comes first makes it
             return self._inboxes.setdefault(stream, FollowUps())
 
-    def load_weights(self, state: dict[str, Tensor]) -> None:
-        self.engine.load_weights(state)
+    def load_weights(self, state: dict[str, Tensor] | None, version: int | None = None) -> None:
+        """The trainer's weights, `version` from now on (None: the version stays); `state` None: the weights
+        held already are `version` too (a step that did not change the policy)."""
+        if state is not None:
+            self.engine.load_weights(state)
+        if version is not None:
+            self.version = version
 
-    def load_shared_weights(self, shared: SharedWeights) -> None:
+    def load_shared_weights(self, shared: SharedWeights, version: int | None = None) -> None:
         """Weights lent by a trainer rank on the same GPU (CUDA IPC): mapped, copied in place, unmapped."""
         self.engine.load_weights(shared.open())
         if torch.cuda.is_available():
             torch.cuda.synchronize()  # the copies are done before the trainer may free its buffer
+        if version is not None:
+            self.version = version
 
     def release_memory(self, weights: bool = False) -> bool:
         """Free what the engine can give back between rollouts (the native engine's KV cache and CUDA

@@ -67,6 +67,9 @@ class Completion:
     finish_reason: FinishReason = "length"  # "stop": ended with EOS / a stop token; "length": hit the cap
     extra: dict[str, float] = field(default_factory=dict)  # engine-specific figures, if any
     loss_mask: list[int] | None = None  # (R,) 1: a token the model wrote (trained), 0: not; None: all 1
+    # the version of the weights that wrote it, as the engine that wrote it reports (the rollout actor's
+    # `load_weights(..., version)`; 0: the weights it started with); an episode's is its oldest turn's
+    policy_version: int | None = None
 
     @property
     def num_tokens(self) -> int:

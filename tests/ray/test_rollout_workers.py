@@ -4,8 +4,10 @@ each worker's share exactly what that worker's engine draws for it; one weight s
 import functools
 from dataclasses import replace
 
+import pytest
 import ray
 
+from codefu.errors import CodefuError
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.roles import RolloutWorkers, split_prompts, worker_seed
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams, TransformersEngine
@@ -127,3 +129,49 @@ def test_conversations_put_each_follow_up_on_the_worker_of_the_turn_before(local
     finally:
         for a in actors:
             ray.kill(a)
+
+
+def test_weights_carry_their_version_into_every_completion(local_ray):
+    factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=4)
+    workers = RolloutWorkers([make_rollout_actor(factory, num_cpus=0.5) for _ in range(2)])
+    try:
+        assert {c.policy_version for c in workers.generate(PROMPTS, SAMPLING)} == {0}  # the model it loaded
+        workers.load_weights(tiny_model(seed=1).state_dict(), version=3)
+        assert {c.policy_version for c in workers.generate(PROMPTS, SAMPLING)} == {3}
+        workers.load_weights(None, version=4)  # the same weights, the next version (a step without update)
+        streamed = [c for batch in workers.generate_stream(PROMPTS, SAMPLING) for c in batch]
+        assert len(streamed) == 15 and {c.policy_version for c in streamed} == {4}
+    finally:
+        for a in workers.actors:
+            ray.kill(a)
+
+
+def test_a_stalled_weight_load_fails_naming_the_worker_and_its_node(local_ray):
+    factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=64)
+    workers = RolloutWorkers([make_rollout_actor(factory, num_cpus=0.5)])
+    try:
+        workers.generate(PROMPTS[:1], SAMPLING)  # started
+        # a long generation holds the worker: a weight load queued behind it stalls past its limit
+        busy = workers.actors[0].generate.remote(PROMPTS * 12, replace(SAMPLING, max_new_tokens=400))
+        with pytest.raises(
+            CodefuError,
+            match=r"rollout workers 0 \(node \d+\.\d+\.\d+\.\d+, node id \w+\) did "
+            r"not load the weights within 0.5 s \(loop.weight_sync_timeout_s\)",
+        ):
+            workers.load_weights(None, version=1, timeout_s=0.5)
+        ray.get(busy)
+    finally:
+        ray.kill(workers.actors[0])
+
+
+def test_a_dead_worker_is_reported_with_its_node(local_ray):
+    factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=4)
+    workers = RolloutWorkers([make_rollout_actor(factory, num_cpus=0.5)])
+    workers.generate(PROMPTS[:1], SAMPLING)
+    ray.kill(workers.actors[0])
+    with pytest.raises(
+        CodefuError,
+        match=r"rollout worker 0 \(node \d+\.\d+\.\d+\.\d+, node id \w+\) died "
+        r"while asked to load the weights",
+    ):
+        workers.load_weights(None, version=1, timeout_s=30)
