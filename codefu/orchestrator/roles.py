@@ -334,10 +334,11 @@ class Roles:
         if layout.need("critic"):
             critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
             self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", trainer_options, clip)
-        if self.colocated:
+        if layout.gpus > 0:
             # an engine sizes its KV cache from the GPU memory free when it starts: the policy, reference
             # and critic must hold theirs by then, or the cache takes what they are still loading (seen at
-            # 7B: the engine's first forward out of memory beside a half-loaded reference)
+            # 7B: the engine's first forward out of memory beside a half-loaded reference); split on one
+            # GPU (a share each, for loop.mode one_step_off / async) the same holds
             learners = [*self.trainer, *(self.reference or []), *(self.critic or [])]
             ray.get([a.ready.remote() for a in learners])
         engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)

@@ -50,3 +50,43 @@ def test_prepare_bench_writes_its_figures(tmp_path):
     assert results["rows_read"] == 200 and 0 < results["kept"] <= 200
     assert results["rows_per_s"] > 0 and results["wall_s"] > 0 and results["peak_rss_mib"] > 0
     assert results["input_mb"] > 0 and results["output_mb"] > 0
+
+
+def test_modes_bench_runs_each_mode_and_writes_their_steps(tmp_path):
+    from codefu.models.tiny import save_tiny_model, tiny_tokenizer
+
+    model = save_tiny_model(tmp_path / "model", max_position_embeddings=4096)  # the starter prompts fit
+    tiny_tokenizer().save_pretrained(model)
+    out = tmp_path / "modes.json"
+    overrides = [
+        f"trainer.model={model}",
+        "data.prompts_per_step=2",
+        "rollout.n=2",
+        "rollout.max_new_tokens=8",
+        "judge.max_tests=1",
+        "data.max_prompt_tokens=4000",
+        "trainer.dtype=float32",
+        "rollout.dtype=float32",
+    ]
+    cmd = [
+        sys.executable,
+        "bench/modes.py",
+        "--config",
+        "configs/cpu.yaml",
+        "--steps",
+        "2",
+        "--out",
+        str(out),
+    ]
+    r = subprocess.run([*cmd, "--", *overrides], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(out.read_text())
+    assert got["command"].startswith("python bench/modes.py") and got["commit"]
+    sync, off = got["results"]
+    assert (sync["mode"], off["mode"]) == ("sync", "one_step_off")
+    assert len(sync["step_s"]) == len(off["step_s"]) == 2 and all(
+        s > 0 for s in sync["step_s"] + off["step_s"]
+    )
+    # the first step of either is on the start's weights; one_step_off's second is one version behind
+    assert sync["staleness_mean"] == [0.0, 0.0] and off["staleness_mean"] == [0.0, 1.0]
+    assert sync["speedup_vs_first"] == 1.0 and off["speedup_vs_first"] > 0
