@@ -137,8 +137,8 @@ class OffPolicySampler:
                 with self._changed:  # the bound: wait for weights no more than max_staleness behind
                     while not self._stop and self._next - self._version > self.max_staleness:
                         self._changed.wait()
-                    if self._stop:
-                        return
+                    if self._stop or self._next >= self.inner.cfg.loop.steps:
+                        return  # (the run has no step `_next` to train)
                 waited = time.perf_counter() - t0
                 with self._workers:
                     t1 = time.perf_counter()
