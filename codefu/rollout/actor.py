@@ -5,6 +5,7 @@
     for ref in actor.generate_stream.remote(prompt_ids, sampling):  # batches as they finish
         batch = ray.get(ref)
     ray.get(actor.load_weights.remote(state_dict, version=1))  # completions say which weights wrote them
+    ray.get(actor.load_weights_in_flight.remote(state_dict, 2))  # while a generate_stream runs (see there)
 
 `engine` is an `EngineConfig` (a `TransformersEngine` is loaded from it) or a zero-argument callable
 returning any `RolloutEngine` (it is pickled to the actor: keep it importable from `codefu`, or a
@@ -53,15 +54,22 @@ class RolloutWorker:
         self.version = 0  # the weights' version (load_weights): stamped on every completion it writes
         self._inboxes: dict[str, FollowUps] = {}  # the follow-ups of each stream that takes them
         self._inboxes_lock = threading.Lock()
+        # held while the engine generates: weights for an engine that cannot take them mid-generation
+        # (load_weights_in_flight) wait for it
+        self._generating = threading.Lock()
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        return self._stamped(self.engine.generate(prompts, sampling))
+        with self._generating:
+            started = self.version
+            return self._stamped(self.engine.generate(prompts, sampling), started)
 
-    def _stamped(self, completions: list[Completion]) -> list[Completion]:
+    def _stamped(self, completions: list[Completion], started: int) -> list[Completion]:
         """`completions` marked with the version of the weights that wrote them: the engine's own account,
-        so a driver can check that no engine served older weights than it was told it holds."""
+        so a driver can check that no engine served older weights than it was told it holds. Their
+        oldest token's (min of the engine's token_versions) when the engine tells each token's; else the
+        version held when the generation `started` (weights that came later did not write them)."""
         for c in completions:
-            c.policy_version = self.version
+            c.policy_version = min(c.token_versions) if c.token_versions else started
         return completions
 
     def generate_stream(
@@ -71,22 +79,27 @@ class RolloutWorker:
         With `follow_ups` (a name for this stream), prompts given to `follow_up` under that name while it
         runs are generated too (see codefu.rollout.follow_ups), until `end_follow_ups`."""
         stream = getattr(self.engine, "generate_stream", None) or self._in_one_batch
-        if follow_ups is None:
-            yield from self._stamped_stream(stream(prompts, sampling))
-            return
-        inbox = self._inbox(follow_ups)
-        try:
-            if "follow_ups" in inspect.signature(stream).parameters:
-                yield from self._stamped_stream(stream(prompts, sampling, inbox))
-            else:  # a stream that cannot take them: each lot that came meanwhile as a stream of its own
-                yield from self._stamped_stream(follow_ups_in_batches(stream, prompts, sampling, inbox))
-        finally:
-            with self._inboxes_lock:
-                self._inboxes.pop(follow_ups, None)
+        with self._generating:  # released when the stream ends, also when its consumer drops it
+            started = self.version
+            if follow_ups is None:
+                yield from self._stamped_stream(stream(prompts, sampling), started)
+                return
+            inbox = self._inbox(follow_ups)
+            try:
+                if "follow_ups" in inspect.signature(stream).parameters:
+                    yield from self._stamped_stream(stream(prompts, sampling, inbox), started)
+                else:  # a stream that cannot take them: each lot that came meanwhile as a stream of its own
+                    batches = follow_ups_in_batches(stream, prompts, sampling, inbox)
+                    yield from self._stamped_stream(batches, started)
+            finally:
+                with self._inboxes_lock:
+                    self._inboxes.pop(follow_ups, None)
 
-    def _stamped_stream(self, batches: Iterable[list[Completion]]) -> Iterator[list[Completion]]:
+    def _stamped_stream(
+        self, batches: Iterable[list[Completion]], started: int
+    ) -> Iterator[list[Completion]]:
         for batch in batches:
-            yield self._stamped(batch)
+            yield self._stamped(batch, started)
 
     def _in_one_batch(self, prompts: list[list[int]], sampling: SamplingParams) -> Iterator[list[Completion]]:
         """The stream of an engine that has only `generate`: one batch."""
@@ -112,19 +125,47 @@ class RolloutWorker:
 
     def load_weights(self, state: dict[str, Tensor] | None, version: int | None = None) -> None:
         """The trainer's weights, `version` from now on (None: the version stays); `state` None: the weights
-        held already are `version` too (a step that did not change the policy)."""
-        if state is not None:
+        held already are `version` too (a step that did not change the policy). Between generations (the
+        actor's default group runs one method at a time); during one: `load_weights_in_flight`."""
+        self._load(state, version)
+
+    def _load(self, state: dict[str, Tensor] | None, version: int | None) -> None:
+        if self.accepts_weights_in_flight():  # it labels each token itself: it learns the version too
+            self.engine.load_weights(state, version)
+        elif state is not None:
             self.engine.load_weights(state)
         if version is not None:
             self.version = version
 
+    # on a thread of their own (the actor's "weights" concurrency group), so they run while generate_stream
+    # runs on the default group
+    @ray.method(concurrency_group="weights")
+    def load_weights_in_flight(self, state: dict[str, Tensor] | None, version: int | None = None) -> None:
+        """`load_weights` while a generation may be running (asynchronous RL). An engine that accepts
+        weights in flight (the native one) loads them at its next step boundary and goes on with them:
+        this returns once they are loaded, and the tokens sampled after carry `version`
+        (Completion.token_versions). Any other engine (transformers: its `generate` cannot be
+        interrupted) loads them only after the running generation (the whole stream) has ended: this
+        returns then, and that generation's completions are all of the version it started with."""
+        if self.accepts_weights_in_flight():
+            self.engine.update_weights_in_flight(state, version)
+            if version is not None:
+                self.version = version
+            return
+        with self._generating:
+            self._load(state, version)
+
+    @ray.method(concurrency_group="weights")
+    def accepts_weights_in_flight(self) -> bool:
+        """Whether the engine takes weights mid-generation (`load_weights_in_flight` then returns before
+        a running generation ends); a thread of its own, so it answers while one runs."""
+        return hasattr(self.engine, "update_weights_in_flight")
+
     def load_shared_weights(self, shared: SharedWeights, version: int | None = None) -> None:
         """Weights lent by a trainer rank on the same GPU (CUDA IPC): mapped, copied in place, unmapped."""
-        self.engine.load_weights(shared.open())
+        self._load(shared.open(), version)
         if torch.cuda.is_available():
             torch.cuda.synchronize()  # the copies are done before the trainer may free its buffer
-        if version is not None:
-            self.version = version
 
     def release_memory(self, weights: bool = False) -> bool:
         """Free what the engine can give back between rollouts (the native engine's KV cache and CUDA
@@ -146,7 +187,7 @@ class RolloutWorker:
         return {"host": socket.gethostname(), "pid": os.getpid(), "engine": type(self.engine).__name__}
 
 
-RolloutActor = ray.remote(concurrency_groups={"follow_ups": 1})(RolloutWorker)
+RolloutActor = ray.remote(concurrency_groups={"follow_ups": 1, "weights": 1})(RolloutWorker)
 
 
 def make_rollout_actor(engine: EngineSpec, num_cpus: float = 1, num_gpus: float = 0, **options: Any) -> Any:

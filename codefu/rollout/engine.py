@@ -22,7 +22,11 @@ class RolloutEngine(Protocol):
     Iterator[list[Completion]]`: the same completions, in batches as they finish, then (with a
     `codefu.rollout.follow_ups.FollowUps` inbox) those of the prompts put there meanwhile, until it
     closes. Both built-in engines do (the native one admits follow-ups into the running batch);
-    `RolloutWorker.generate_stream` falls back to `generate` for engines without it."""
+    `RolloutWorker.generate_stream` falls back to `generate` for engines without it.
+
+    An engine may also take weights while it generates: `update_weights_in_flight(state, version)` from
+    another thread, and `load_weights(state, version=None)` (the native one; see RolloutWorker
+    .load_weights_in_flight)."""
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         """`sampling.n` completions per prompt: len(result) == len(prompts) * sampling.n, ordered by prompt,

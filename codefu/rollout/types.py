@@ -68,8 +68,14 @@ class Completion:
     extra: dict[str, float] = field(default_factory=dict)  # engine-specific figures, if any
     loss_mask: list[int] | None = None  # (R,) 1: a token the model wrote (trained), 0: not; None: all 1
     # the version of the weights that wrote it, as the engine that wrote it reports (the rollout actor's
-    # `load_weights(..., version)`; 0: the weights it started with); an episode's is its oldest turn's
+    # `load_weights(..., version)`; 0: the weights it started with): the OLDEST version among its tokens
+    # (min(token_versions) when those are given); an episode's is its oldest turn's
     policy_version: int | None = None
+    # (R,) the version of the weights that sampled each token: weights updated while it was generated
+    # (asynchronous RL, the native engine's update_weights_in_flight) give a run of the old version, then
+    # the new one (the tokens after an update attend to K/V written by the older weights, kept as
+    # PipelineRL keeps them); None: every token is `policy_version`'s
+    token_versions: list[int] | None = None
 
     @property
     def num_tokens(self) -> int:

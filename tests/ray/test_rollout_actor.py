@@ -1,11 +1,14 @@
-"""The rollout actor on a local Ray cluster: same completions as the engine in-process, weight sync."""
+"""The rollout actor on a local Ray cluster: same completions as the engine in-process, weight sync (also
+while a generation runs)."""
 
 import functools
+import threading
+import time
 
 import ray
 
 from codefu.models.tiny import tiny_model, tiny_tokenizer
-from codefu.rollout import SamplingParams, TransformersEngine
+from codefu.rollout import EngineConfig, NativeEngine, SamplingParams, TransformersEngine
 from codefu.rollout.actor import RolloutWorker, make_rollout_actor
 
 PROMPTS = [[1, 40, 41, 42], [1, 50, 51, 52, 53, 54, 55, 56], [1, 60]]
@@ -35,3 +38,68 @@ def test_actor_generates_like_the_engine_in_process(local_ray):
     after = ray.get(actor.generate.remote(PROMPTS, SAMPLING))
     assert summary(after) == summary(local.generate(PROMPTS, SAMPLING)) != summary(remote)
     ray.kill(actor)
+
+
+class Streamed(threading.Thread):
+    """An actor's generate_stream read on a thread of its own: the batches, and when each came."""
+
+    def __init__(self, actor, prompts, sampling) -> None:
+        super().__init__(daemon=True)
+        self.refs = actor.generate_stream.remote(prompts, sampling)
+        self.batches: list[tuple[float, list]] = []
+        self.first = threading.Event()
+
+    def run(self) -> None:
+        for ref in self.refs:
+            self.batches.append((time.monotonic(), ray.get(ref)))
+            self.first.set()
+
+    def completions(self) -> list:
+        self.join(60)
+        assert not self.is_alive()
+        return [c for _, batch in self.batches for c in batch]
+
+
+def test_weights_in_flight_through_the_actor(local_ray):
+    """load_weights_in_flight while a generate_stream runs: the native engine takes the weights at a step
+    boundary (the call returns before the stream ends; completions carry both versions, policy_version
+    their oldest token's); the transformers engine cannot be interrupted: the call returns only after the
+    generation, whose completions are all of the version it started with and untouched by the load."""
+    new_state = tiny_model(seed=1).state_dict()
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=8192)
+    hf_factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=2)
+    native_factory = functools.partial(NativeEngine.from_hf_model, tiny_model(seed=0), None, config)
+    native, hf = make_rollout_actor(native_factory), make_rollout_actor(hf_factory)  # both start at once
+    accepts = ray.get([native.accepts_weights_in_flight.remote(), hf.accepts_weights_in_flight.remote()])
+    assert accepts == [True, False]
+
+    # long samples (EOS is ~1/128 a step): with this seed the first ends at 4 tokens, three run ~400
+    long = SamplingParams(n=16, temperature=1.0, max_new_tokens=400, seed=7)
+    stream = Streamed(native, [[1, 40, 41, 42]], long)
+    stream.start()
+    assert stream.first.wait(60)
+    ray.get(native.load_weights_in_flight.remote(new_state, 1))
+    loaded_at = time.monotonic()
+    out = stream.completions()
+    assert loaded_at < stream.batches[-1][0]  # it did not wait for the stream
+    assert all(c.token_versions == [0] * c.num_tokens for c in stream.batches[0][1])
+    assert any(set(c.token_versions) == {0, 1} for c in out)
+    assert all(c.policy_version == min(c.token_versions) for c in out)
+    after = ray.get(native.generate.remote([[1, 40, 41, 42]], SAMPLING))
+    assert all(c.policy_version == 1 and set(c.token_versions) == {1} for c in after)
+    ray.kill(native)
+
+    sampling = SamplingParams(n=6, temperature=1.0, max_new_tokens=100, seed=0)  # 3 batches of 2
+    stream = Streamed(hf, [[1, 40, 41, 42]], sampling)
+    stream.start()
+    assert stream.first.wait(60)
+    ray.get(hf.load_weights_in_flight.remote(new_state, 1))
+    loaded_at = time.monotonic()
+    out = stream.completions()
+    assert len(stream.batches) == 3 and loaded_at > stream.batches[-1][0]  # after the whole stream
+    assert all(c.policy_version == 0 and c.token_versions is None for c in out)
+    expected = RolloutWorker(hf_factory).generate([[1, 40, 41, 42]], sampling)  # old weights throughout
+    assert summary(sorted(out, key=lambda c: c.sample_index)) == summary(expected)
+    after = ray.get(hf.generate.remote([[1, 40, 41, 42]], sampling))
+    assert all(c.policy_version == 1 for c in after) and summary(after) != summary(expected)
+    ray.kill(hf)

@@ -2,7 +2,8 @@
 
     engine = NativeEngine.from_config(EngineConfig(model="path", engine="native", device="cuda"))
     completions = engine.generate(prompt_ids, SamplingParams(n=8, temperature=1.0, seed=step))
-    engine.load_weights(trainer_state)       # in place, HF names
+    engine.load_weights(trainer_state, version=1)  # in place, HF names; tokens sampled after carry version 1
+    engine.update_weights_in_flight(state, 2)      # from another thread while generate_stream runs
     engine.release_memory()                  # colocated trainer's turn: the KV cache is freed
     engine.last_stats                        # prefill tokens, decode steps, preemptions, seconds, ...
 
@@ -15,6 +16,14 @@ sequence (a self-repair turn: the conversation so far, then the feedback) is pre
 end.
 Sampling runs on the device with a seeded generator (codefu.rollout.sampling), so the
 same seed, prompts and engine settings give the same samples. Decode steps replay CUDA graphs on GPU.
+
+Weights updated in flight (asynchronous RL, PipelineRL style): `update_weights_in_flight`, from another
+thread, hands new weights to a running `generate_stream`, which loads them at its next step boundary and
+goes on: the running sequences keep their tokens and their K/V (written by the older weights: stale, as
+PipelineRL keeps them; recomputing them would cost a prefill of every running context), and each token
+carries the version of the weights that sampled it (`Completion.token_versions`). The weights are copied
+in place (NativeCausalLM.load_weights: same storage, same addresses), so the captured CUDA graphs, which
+read the weights through their addresses, stay valid and run the new weights.
 
 The host runs one step ahead of the device: `step()` schedules and launches step t+1, and only then
 waits for step t's sampled tokens and takes them in, so the scheduling and input building of the next
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -71,6 +81,16 @@ class LaunchedStep:
     is_prefill: bool
 
 
+@dataclass
+class HandedOver:
+    """Weights handed to the generating thread (`update_weights_in_flight`); `loaded` is set once it tried."""
+
+    state: dict[str, Tensor] | None
+    version: int | None
+    loaded: threading.Event
+    error: BaseException | None = None
+
+
 class NativeEngine:
     """A `RolloutEngine` on `NativeCausalLM` (Llama / Qwen2 families).
 
@@ -107,6 +127,14 @@ class NativeEngine:
         requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
         self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
         self.model.load_weights(state)
+        self.version = 0  # of the weights held (load_weights): every token sampled carries it
+        # weights handed over while generate_stream runs (see update_weights_in_flight): `_generating`
+        # says whether the loop takes them between its steps (else the caller loads them at once)
+        self._weights_lock = threading.Lock()
+        self._handed_over: list[HandedOver] = []
+        self._generating = False
+        self._loop_thread: int | None = None  # the thread that runs the stream's steps
+        self._seqs: list[Sequence] = []
         self.eos_ids = eos_ids(generation_config, hf_config, tokenizer)
         self.max_prefill_tokens = max(requested, MIN_PREFILL_TOKENS)
         self._activation_peak: int | None = None  # measured when the cache is sized by the memory budget
@@ -295,36 +323,51 @@ class NativeEngine:
 
         With `follow_ups`, prompts put there while this runs join the running batch (one sample each,
         admitted like any waiting work; a self-repair turn finds the conversation so far in the prefix
-        cache), and the stream ends only when the inbox is closed and everything in it is done."""
+        cache), and the stream ends only when the inbox is closed and everything in it is done.
+
+        Weights handed over meanwhile (`update_weights_in_flight`, another thread) load between two steps;
+        the tokens sampled after carry their version (see load_weights)."""
         for i, p in enumerate(prompts):
             self._check_prompt(p, f"prompt {i}")
-        t0 = time.perf_counter()
-        self.resume_memory()
-        resume_s = time.perf_counter() - t0  # 0 unless the cache was released: its allocation
-        self.start(prompts, sampling)
-        self.last_stats["resume_s"] = resume_s
-        finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
-        taking = follow_ups is not None  # until the inbox closes
-        while True:
-            if follow_ups is not None and follow_ups.aborted:
-                return  # the caller gave up: what runs is dropped (the next start() resets the blocks)
-            if taking:
-                arrived = follow_ups.take(wait=self.done)  # idle: nothing to do until one comes
-                if arrived is None:
-                    taking = False  # closed: what is running is all there is
-                else:
-                    self.add(arrived)
-            if self.done:
-                if not taking:
-                    break
-                continue
-            self.step()
-            finishing += self.scheduler.finished
-            self.scheduler.finished.clear()
-            done = [s for s in finishing if _complete(s)]
-            if done:
-                finishing = [s for s in finishing if not _complete(s)]
-                yield [self._completion(s) for s in done]
+        self._take_weights_between_steps(True)  # weights handed over now wait for a step boundary
+        try:
+            t0 = time.perf_counter()
+            self.resume_memory()
+            resume_s = time.perf_counter() - t0  # 0 unless the cache was released: its allocation
+            self.start(prompts, sampling)
+            self.last_stats["resume_s"] = resume_s
+            finishing: list[Sequence] = []  # finished, the last token perhaps still on its way to the host
+            taking = follow_ups is not None  # until the inbox closes
+            while True:
+                if follow_ups is not None and follow_ups.aborted:
+                    return  # the caller gave up: what runs is dropped (the next start() resets the blocks)
+                if taking:
+                    idle = self.done  # nothing to do until one comes: new weights load meanwhile
+                    if idle:
+                        self._take_weights_between_steps(False)
+                    arrived = follow_ups.take(wait=idle)
+                    if idle:
+                        self._take_weights_between_steps(True)
+                    if arrived is None:
+                        taking = False  # closed: what is running is all there is
+                    else:
+                        self.add(arrived)
+                if self.done:
+                    if not taking:
+                        break
+                    continue
+                if self._handed_over:  # read without the lock: a list just handed over waits one step
+                    self._load_handed_over()
+                self.step()
+                finishing += self.scheduler.finished
+                self.scheduler.finished.clear()
+                done = [s for s in finishing if _complete(s)]
+                if done:
+                    finishing = [s for s in finishing if not _complete(s)]
+                    yield [self._completion(s) for s in done]
+                    self._loop_thread = threading.get_ident()  # the consumer's: it may change between yields
+        finally:
+            self._take_weights_between_steps(False)  # what is handed over from now on loads at once
 
     def _check_prompt(self, prompt: list[int], name: str) -> None:
         if len(prompt) == 0:
@@ -344,13 +387,77 @@ class NativeEngine:
             text=self._detokenize(s.tokens),
             logprobs=s.logprobs,
             finish_reason="stop" if s.finish_reason == "stop" else "length",
+            token_versions=s.versions,
         )
 
-    def load_weights(self, state: dict[str, Tensor]) -> None:
-        """Copy HF-named tensors into the model in place (see NativeCausalLM.load_weights)."""
-        self.model.load_weights(state)
-        if self.allocator is not None:
-            self.allocator.drop_cache()  # K/V of the old weights
+    def load_weights(self, state: dict[str, Tensor] | None, version: int | None = None) -> None:
+        """Copy HF-named tensors into the model in place (see NativeCausalLM.load_weights); tokens sampled
+        from now on carry `version` (None: the version stays). `state` None: the weights held are
+        `version` too (only the label changes; the prefix cache stays valid).
+
+        Only between steps: when no generation runs, or on the thread that runs it (a stream paused at a
+        yield); from any other thread use `update_weights_in_flight`. Within a generation the step in
+        flight is taken in first (its tokens were sampled by the old weights, and carry their version);
+        the running sequences keep their K/V blocks, marked stale; the prefix cache forgets every block,
+        also those running sequences hold: a prompt admitted later must not start from K/V of the old
+        weights (a stale sequence's blocks do not go back to the cache when it ends)."""
+        if state is not None:
+            if self._in_flight is not None:
+                previous, self._in_flight = self._in_flight, None
+                self._take_in(previous)
+            self.model.load_weights(state)
+            for seq in self._seqs:
+                seq.stale_kv = bool(seq.block_table)  # running: its K/V are the old weights'
+            if self.allocator is not None:
+                self.allocator.drop_cache()  # K/V of the old weights
+        if version is not None:
+            self.version = version
+
+    def update_weights_in_flight(self, state: dict[str, Tensor] | None, version: int | None = None) -> None:
+        """`load_weights` from any thread, also while `generate_stream` runs on another: the running
+        stream loads them at its next step boundary and goes on with them (see load_weights); this call
+        returns once they are loaded (and raises what loading raised). With no generation running, or
+        from the thread that runs it, they load at once."""
+        with self._weights_lock:
+            if not self._generating or threading.get_ident() == self._loop_thread:
+                # nothing runs, or the stream that runs is paused at a yield on this very thread: a step
+                # boundary (waiting for itself would never end)
+                self.load_weights(state, version)
+                return
+            handed = HandedOver(state, version, threading.Event())
+            self._handed_over.append(handed)
+        handed.loaded.wait()
+        if handed.error is not None:
+            raise handed.error
+
+    @property
+    def weights_pending(self) -> bool:
+        """Weights were handed over (update_weights_in_flight) and wait for the next step boundary."""
+        return bool(self._handed_over)
+
+    def _take_weights_between_steps(self, generating: bool) -> None:
+        """Whether this thread (the stream's) loads weights handed over between its steps (`generating`),
+        or their callers load them at once (no step will run until this thread says so again). What
+        was handed over already is loaded now."""
+        with self._weights_lock:
+            self._generating = generating
+            self._loop_thread = threading.get_ident() if generating else None
+            self._load_handed_over_locked()
+
+    def _load_handed_over(self) -> None:
+        with self._weights_lock:
+            self._load_handed_over_locked()
+
+    def _load_handed_over_locked(self) -> None:
+        """Load what was handed over, in order; each caller hears how its load went."""
+        handed, self._handed_over = self._handed_over, []
+        for h in handed:
+            try:
+                self.load_weights(h.state, h.version)
+            except Exception as error:  # the caller's to raise: the stream goes on with what it has
+                h.error = error
+            finally:
+                h.loaded.set()
 
     # ---- stepping (public so tests can look between steps) ---------------------------------------
     def start(self, prompts: list[list[int]], sampling: SamplingParams) -> None:
@@ -433,6 +540,7 @@ class NativeEngine:
             indices.append(len(seq.tokens))
             seq.tokens.append(PENDING)
             seq.logprobs.append(math.nan)
+            seq.versions.append(self.version)  # the weights this launch ran (loads wait for a boundary)
             if len(seq.tokens) >= self.sampling.max_new_tokens or seq.num_tokens >= self.max_model_len:
                 self.scheduler.finish(seq, "length")
         return LaunchedStep(seqs, indices, host, ready, isinstance(work, PrefillStep))
@@ -450,7 +558,8 @@ class NativeEngine:
             seq.tokens[index], seq.logprobs[index] = token, logprob
             generated += 1
             if token in self.stop_ids:
-                del seq.tokens[index + 1 :], seq.logprobs[index + 1 :]  # a token launched after the stop
+                # a token launched after the stop
+                del seq.tokens[index + 1 :], seq.logprobs[index + 1 :], seq.versions[index + 1 :]
                 self.scheduler.finish(seq, "stop")
         self.last_stats["generated_tokens"] += generated
 

@@ -34,8 +34,12 @@ class Sequence:
     prompt: list[int]
     tokens: list[int] = field(default_factory=list)  # sampled so far
     logprobs: list[float] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)  # the weights' version that sampled each token
     block_table: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+    # its K/V were written (in part) by weights replaced while it ran: it keeps them (PipelineRL does), but
+    # the prefix cache must not hand them to another prompt as the current weights' K/V
+    stale_kv: bool = False
 
     @property
     def num_tokens(self) -> int:
@@ -201,11 +205,12 @@ class Scheduler:
 
     def _release(self, seq: Sequence) -> None:
         """A sequence leaves the batch: its blocks go back, the full ones whose K/V are all written (every
-        token but its last, not yet run) remembered by the prefix cache."""
-        if self.allocator.cache is not None:
+        token but its last, not yet run) remembered by the prefix cache unless older weights wrote them."""
+        if self.allocator.cache is not None and not seq.stale_kv:
             self.allocator.cache.insert(seq.all_tokens(), seq.block_table, seq.num_tokens - 1)
         self.allocator.release(seq.block_table)
         seq.block_table = []
+        seq.stale_kv = False  # readmitted (preempted), it is prefilled again by the weights of then
 
 
 __all__ = ["DecodeStep", "Cohort", "PrefillStep", "Scheduler", "Sequence"]
