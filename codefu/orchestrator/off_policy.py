@@ -32,8 +32,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import ray
-
 from codefu.errors import CodefuError
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.samplers import OnPolicySampler, Sampled
@@ -154,8 +152,6 @@ class OffPolicySampler:
                     self._ready[step] = Ahead(sampled, version, timer, waited, loaded)
                     self._next = step + 1
                     self._changed.notify_all()
-        except ray.exceptions.RayActorError as e:
-            self._fail(self.roles.rollout.died(e, "sample"))
         except BaseException as e:  # raised to the loop by its next `sample`
             self._fail(e)
 

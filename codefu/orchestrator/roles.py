@@ -112,13 +112,19 @@ class RolloutWorkers:
         try:
             return ray.get(calls)
         except ray.exceptions.RayActorError as e:
-            raise self.died(e, what) from e
+            named = self.died(e, what)
+            if named is None:
+                raise
+            raise named from e
 
-    def died(self, error: ray.exceptions.RayActorError, what: str) -> CodefuError:
-        """A worker's death (`error`) as a CodefuError naming the worker, its node, and what it was doing."""
+    def died(self, error: ray.exceptions.RayActorError, what: str) -> CodefuError | None:
+        """A worker's death (`error`) as a CodefuError naming the worker, its node, and what it was doing;
+        None if the dead actor is none of these workers."""
         dead_id = error.actor_id.hex() if isinstance(error.actor_id, bytes) else str(error.actor_id or "")
         dead = [w for w, a in enumerate(self.actors) if a._actor_id.hex() == dead_id]
-        return CodefuError(f"rollout worker {self.named(dead) or '?'} died while asked to {what}: {error}")
+        if not dead:
+            return None
+        return CodefuError(f"rollout worker {self.named(dead)} died while asked to {what}: {error}")
 
     def named(self, workers: list[int]) -> str:
         """'0 (node 10.0.0.2), 3 (node ...)': worker indices with the address of the node each runs on."""

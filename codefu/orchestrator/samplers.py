@@ -29,6 +29,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import ray
+
 from codefu.data.loader import MixedLoader, ProblemLoader
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.batching import mixed_groups
@@ -108,6 +110,15 @@ class OnPolicySampler:
     plan: EpisodePlan
 
     def sample(self, step: int, timer: StepTimer) -> Sampled:
+        try:
+            return self._sample(step, timer)
+        except ray.exceptions.RayActorError as e:
+            named = self.roles.rollout.died(e, "sample")
+            if named is None:  # not a rollout worker (e.g. a judge's actor): its own error says which
+                raise
+            raise named from e
+
+    def _sample(self, step: int, timer: StepTimer) -> Sampled:
         cfg = self.cfg
         out = Sampled()
         busy_before = self.scorer.busy_s

@@ -163,3 +163,19 @@ def test_the_toy_task_learns_async_and_a_flipped_sign_does_not(local_ray, tmp_pa
     monkeypatch.setattr(loop, "sequence_advantages", lambda *a, **k: -real(*a, **k))
     flipped = [r["reward/mean"] for r in run(tmp_path, "flipped", steps=10, mode="async", max_staleness=2)]
     assert sum(flipped[-3:]) / 3 <= sum(flipped[:3]) / 3 + 0.02, flipped
+
+
+@pytest.mark.parametrize("mode", ["sync", "one_step_off"])
+def test_a_rollout_worker_that_dies_mid_run_is_named_with_its_node(local_ray, tmp_path, monkeypatch, mode):
+    real = loop.update
+
+    def update_then_kill(cfg, roles, *args, **kwargs):
+        import ray
+
+        out = real(cfg, roles, *args, **kwargs)
+        ray.kill(roles.rollout.actors[0])  # the worker dies: the next sampling (or sync) meets it
+        return out
+
+    monkeypatch.setattr(loop, "update", update_then_kill)
+    with pytest.raises(CodefuError, match=r"rollout worker 0 \(node \d+\.\d+\.\d+\.\d+, node id \w+\) died"):
+        run(tmp_path, mode, steps=3, mode=mode)
