@@ -83,15 +83,18 @@ class Episode:
         ids: list[int] = []
         logprobs: list[float] = []
         mask: list[int] = []
+        versions: list[int | None] = []  # a feedback turn's: its turn's (it is not trained: mask 0)
         for t, r in enumerate(self.responses):
             ids += r.token_ids
             logprobs += r.logprobs
             mask += [1] * r.num_tokens
+            versions += r.token_versions or [r.policy_version] * r.num_tokens
             if t < len(self.feedback_ids):
                 f = self.feedback_ids[t]
                 ids += f
                 logprobs += [0.0] * len(f)
                 mask += [0] * len(f)
+                versions += [r.policy_version] * len(f)
         last = self.final
         return Completion(
             self.prompt_index,
@@ -103,6 +106,7 @@ class Episode:
             last.finish_reason,
             loss_mask=mask,
             policy_version=oldest_version(self.responses),
+            token_versions=None if None in versions else versions,  # type: ignore[arg-type]
         )
 
 

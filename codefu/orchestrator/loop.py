@@ -149,7 +149,8 @@ def make_sampler(
     sampler = kind(cfg, roles, scorer, loader, encode, plan)
     if cfg.loop.mode == "sync":
         return sampler
-    return OffPolicySampler(sampler, cfg.loop.staleness_bound)
+    # async: new weights reach the engines mid-generation (partial rollouts); one_step_off: between steps
+    return OffPolicySampler(sampler, cfg.loop.staleness_bound, in_flight=cfg.loop.mode == "async")
 
 
 def batch_with_advantages(cfg: RunConfig, sampled: Sampled) -> tuple[Batch, torch.Tensor, dict[str, float]]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +36,8 @@ from typing import Any
 from codefu.errors import CodefuError
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.samplers import OnPolicySampler, Sampled
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -51,10 +54,13 @@ class Ahead:
 class OffPolicySampler:
     """`inner`'s samples, made on a thread ahead of training by at most `max_staleness` versions."""
 
-    def __init__(self, inner: OnPolicySampler, max_staleness: int):
+    def __init__(self, inner: OnPolicySampler, max_staleness: int, in_flight: bool = False):
         self.inner = inner
         self.roles = inner.roles
         self.max_staleness = max_staleness
+        self.in_flight = in_flight  # new weights go to the workers at once, also mid-generation (if they can)
+        self._pushes: list[Any] = []  # in flight: weight loads sent and not yet seen done
+        self._pushed = 0  # in flight: the version of the last weights sent
         self._changed = threading.Condition()  # guards everything below; notified on every change
         self._ready: dict[int, Ahead] = {}  # sampled steps not yet taken
         self._weights: Any = None  # the newest published weights not yet loaded (None: the workers have them)
@@ -93,7 +99,10 @@ class OffPolicySampler:
         with timer.phase("sync"):
             weights = self.roles.publish_weights() if changed else None
         with self._changed:
-            if weights is not None:
+            if self.in_flight:  # loaded at the engines' next step, in the order sent (None: relabelled)
+                self._pushes += self.roles.rollout.push_weights(weights, version)
+                self._pushed = version
+            elif weights is not None:
                 self._weights = weights  # an older one not loaded yet is skipped
             self._version = version
             self._changed.notify_all()
@@ -124,7 +133,10 @@ class OffPolicySampler:
                 f"internal: the rollout workers hold version {self.roles.weights_version}, step {step} "
                 f"trains version {step}: the weights were not synced before sampling started"
             )
-        self._version = self._held = self._next = self._to_train = step
+        self._version = self._held = self._next = self._to_train = self._pushed = step
+        if self.in_flight and not self.roles.rollout.accept_weights_in_flight():
+            log.info("loop.mode async: this engine cannot take weights mid-generation; they wait for it")
+            self.in_flight = False
         self._thread = threading.Thread(target=self._run, name="codefu-sample-ahead", daemon=True)
         self._thread.start()
 
@@ -142,14 +154,16 @@ class OffPolicySampler:
                     t1 = time.perf_counter()
                     self._catch_up()
                     loaded = time.perf_counter() - t1
-                    step, version = self._next, self._held
+                    step, oldest = self._next, self._held
                     with self._changed:
                         self._drawn[step] = copy.deepcopy(self.inner.loader.state_dict())
                     timer = StepTimer()
                     sampled = self.inner.sample(step, timer)
-                check_served(sampled, version)
                 with self._changed:
-                    self._ready[step] = Ahead(sampled, version, timer, waited, loaded)
+                    newest = self._version
+                check_served(sampled, oldest, newest)
+                with self._changed:
+                    self._ready[step] = Ahead(sampled, oldest, timer, waited, loaded)
                     self._next = step + 1
                     self._changed.notify_all()
         except BaseException as e:  # raised to the loop by its next `sample`
@@ -157,7 +171,14 @@ class OffPolicySampler:
 
     def _catch_up(self) -> None:
         """The rollout workers take the newest weights, if they do not hold them yet (with the workers
-        held)."""
+        held); in flight, the weights sent are seen loaded."""
+        while True:
+            with self._changed:
+                pushes, self._pushes, pushed = self._pushes, [], self._pushed
+            if not pushes:
+                break
+            self.roles.rollout.wait(pushes, "load the weights", self.roles.weight_sync_timeout_s)
+            self._held = self.roles.weights_version = pushed
         with self._changed:
             weights, version = self._weights, self._version
             self._weights = None
@@ -184,12 +205,15 @@ def check_bound(ahead: Ahead, step: int, max_staleness: int) -> None:
         )
 
 
-def check_served(sampled: Sampled, version: int) -> None:
-    """Every response of `sampled` was written with weights `version`, by its worker's own stamp; else a
-    CodefuError (an engine that acknowledged weights it did not load)."""
-    served = {c.policy_version for e in sampled.all_episodes for c in e.responses}
-    if served - {version}:
+def check_served(sampled: Sampled, oldest: int, newest: int) -> None:
+    """Every token of `sampled` was written with weights the workers were sent while it was sampled: from
+    version `oldest` (held when it started) to `newest` (the last published), by each worker's own stamp;
+    else a CodefuError (an engine that acknowledged weights it did not load)."""
+    served = {
+        v for e in sampled.all_episodes for c in e.responses for v in (c.token_versions or [c.policy_version])
+    }
+    if wrong := sorted((v for v in served if v is None or not oldest <= v <= newest), key=str):
         raise CodefuError(
-            f"rollout workers wrote samples with weights {sorted(served - {version}, key=str)} after they "
-            f"were sent version {version}: an engine did not load the weights it acknowledged"
+            f"rollout workers wrote samples with weights {wrong} while they held versions {oldest} to "
+            f"{newest}: an engine did not load the weights it acknowledged"
         )

@@ -90,6 +90,16 @@ class RolloutWorkers:
         ref = state if state is None or isinstance(state, ray.ObjectRef) else ray.put(state)
         self.wait([a.load_weights.remote(ref, version) for a in self.actors], "load the weights", timeout_s)
 
+    def accept_weights_in_flight(self) -> bool:
+        """Whether every worker's engine takes weights while it generates (the native engine)."""
+        return all(ray.get([a.accepts_weights_in_flight.remote() for a in self.actors]))
+
+    def push_weights(self, state: Any, version: int) -> list[Any]:
+        """`load_weights` without waiting, also while the workers generate: each loads `state` (an
+        ObjectRef; None: relabel) at its engine's next step, and tokens after it carry `version`. Returns
+        the calls, for `wait`."""
+        return [a.load_weights_in_flight.remote(state, version) for a in self.actors]
+
     def load_shared_weights(self, shared: Sequence[Any], version: int | None = None) -> None:
         """Worker w loads what the trainer rank on its GPU shared (`shared[w]`)."""
         calls = [a.load_shared_weights.remote(shared[w], version) for w, a in enumerate(self.actors)]

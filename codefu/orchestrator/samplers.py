@@ -309,19 +309,30 @@ def episodes_as_they_finish(
 
 def staleness_metrics(completions: list[Completion], step: int) -> dict[str, float]:
     """How far behind the weights training step `step` (policy version `step`) the samples' weights were:
-    the mean and the largest number of versions, and the share of samples and of their tokens at each
-    staleness (async/staleness_{k}_samples, async/staleness_{k}_tokens). Unversioned samples are left out."""
-    behind = [(step - c.policy_version, c.model_tokens) for c in completions if c.policy_version is not None]
-    if not behind:
+    the mean and the largest number of versions of each sample's oldest token, the share of samples at
+    each staleness (async/staleness_{k}_samples), the share of the model's tokens at each
+    (async/staleness_{k}_tokens: a sample whose weights were updated while it was written has tokens
+    of several), and the share of samples written by more than one version (async/partial_samples).
+    Unversioned samples are left out."""
+    versioned = [c for c in completions if c.policy_version is not None]
+    if not versioned:
         return {}
-    tokens = max(1, sum(t for _, t in behind))
+    behind = [step - c.policy_version for c in versioned]  # type: ignore[operator]
+    tokens: dict[int, int] = {}
+    for c in versioned:
+        mask = c.loss_mask or [1] * c.num_tokens
+        for v, m in zip(c.token_versions or [c.policy_version] * c.num_tokens, mask, strict=True):
+            tokens[step - v] = tokens.get(step - v, 0) + m  # type: ignore[operator]
+    total = max(1, sum(tokens.values()))
     out = {
-        "async/staleness_mean": sum(k for k, _ in behind) / len(behind),
-        "async/staleness_max": float(max(k for k, _ in behind)),
+        "async/staleness_mean": sum(behind) / len(behind),
+        "async/staleness_max": float(max(behind)),
+        "async/partial_samples": sum(len(set(c.token_versions or [])) > 1 for c in versioned)
+        / len(versioned),
     }
-    for k in sorted({k for k, _ in behind}):
-        out[f"async/staleness_{k}_samples"] = sum(1 for j, _ in behind if j == k) / len(behind)
-        out[f"async/staleness_{k}_tokens"] = sum(t for j, t in behind if j == k) / tokens
+    for k in sorted(set(behind) | set(tokens)):
+        out[f"async/staleness_{k}_samples"] = behind.count(k) / len(behind)
+        out[f"async/staleness_{k}_tokens"] = tokens.get(k, 0) / total
     return out
 
 

@@ -179,3 +179,34 @@ def test_a_rollout_worker_that_dies_mid_run_is_named_with_its_node(local_ray, tm
     monkeypatch.setattr(loop, "update", update_then_kill)
     with pytest.raises(CodefuError, match=r"rollout worker 0 \(node \d+\.\d+\.\d+\.\d+, node id \w+\) died"):
         run(tmp_path, mode, steps=3, mode=mode)
+
+
+@pytest.mark.slow
+def test_async_with_the_native_engine_updates_weights_mid_generation(local_ray, tmp_path, monkeypatch):
+    """Partial rollouts: the trainer's weights reach the native engine while it writes the next step's
+    samples, so some samples are written by two versions; every token stays within the bound."""
+    seen = []
+    real = loop.batch_with_advantages
+
+    def spying(cfg, sampled):
+        seen.append(list(sampled.completions))
+        return real(cfg, sampled)
+
+    monkeypatch.setattr(loop, "batch_with_advantages", spying)
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps=4)
+    # long samples (a random model seldom stops): generation outlasts an update, which lands inside it
+    rollout = replace(cfg.rollout, engine="native", kv_cache_tokens=16384, max_new_tokens=320)
+    cfg = replace(cfg, rollout=rollout, loop=replace(cfg.loop, mode="async", max_staleness=1))
+    run_dir = tmp_path / "run"
+    loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+    rows = read_metrics(run_dir / "metrics.jsonl")
+    for step, completions in enumerate(seen):
+        for c in completions:
+            versions = c.token_versions
+            assert versions is not None and len(versions) == c.num_tokens
+            assert versions == sorted(versions) and c.policy_version == versions[0]
+            assert all(step - 1 <= v <= step for v in versions), (step, sorted(set(versions)))
+    partial = [c for completions in seen for c in completions if len(set(c.token_versions)) > 1]
+    assert partial, "no sample was written across a weight update"
+    assert sum(r["async/partial_samples"] for r in rows) > 0
+    assert all(r["async/staleness_max"] <= 1 for r in rows)

@@ -52,12 +52,26 @@ def test_staleness_metrics_count_samples_and_tokens_per_version():
     assert got == {
         "async/staleness_mean": 2 / 3,
         "async/staleness_max": 1.0,
+        "async/partial_samples": 0.0,
         "async/staleness_0_samples": 1 / 3,
         "async/staleness_0_tokens": 0.2,
         "async/staleness_1_samples": 2 / 3,
         "async/staleness_1_tokens": 0.8,
     }
     assert staleness_metrics([completion(None)], step=3) == {}
+
+
+def test_a_sample_updated_mid_generation_counts_its_tokens_by_their_own_version():
+    # 3 tokens of version 3 then 5 of version 4 (the weights came while it was written), masked feedback
+    # tokens not counted; and a whole sample of version 4
+    partial = Completion(0, 0, [1], [5] * 9, "x", [0.0] * 9, policy_version=3)
+    partial.token_versions = [3, 3, 3, 3, 4, 4, 4, 4, 4]
+    partial.loss_mask = [1, 1, 1, 0, 1, 1, 1, 1, 1]  # one feedback token (an episode's)
+    got = staleness_metrics([partial, completion(4, 4)], step=4)
+    assert got["async/staleness_max"] == 1.0 and got["async/staleness_mean"] == 0.5
+    assert got["async/partial_samples"] == 0.5
+    assert got["async/staleness_1_samples"] == 0.5 and got["async/staleness_0_samples"] == 0.5
+    assert got["async/staleness_1_tokens"] == 3 / 12 and got["async/staleness_0_tokens"] == 9 / 12
 
 
 def test_samples_past_the_bound_or_unversioned_are_refused():
@@ -71,8 +85,13 @@ def test_samples_past_the_bound_or_unversioned_are_refused():
 
 
 def test_samples_written_with_other_weights_than_were_sent_are_refused():
-    check_served(sampled_of(completion(7), completion(7)), 7)
-    with pytest.raises(CodefuError, match=r"weights \[6\] after they were sent version 7"):
-        check_served(sampled_of(completion(7), completion(6)), 7)
+    check_served(sampled_of(completion(7), completion(7)), 7, 7)
+    updated = completion(7, 3)
+    updated.token_versions = [7, 8, 8]  # weights 8 came in flight
+    check_served(sampled_of(updated), 7, 8)
+    with pytest.raises(CodefuError, match=r"weights \[6\] while they held versions 7 to 7"):
+        check_served(sampled_of(completion(7), completion(6)), 7, 7)
+    with pytest.raises(CodefuError, match=r"weights \[8\] while they held versions 7 to 7"):
+        check_served(sampled_of(updated), 7, 7)
     with pytest.raises(CodefuError, match="did not load the weights it acknowledged"):
-        check_served(sampled_of(completion(None)), 7)
+        check_served(sampled_of(completion(None)), 7, 7)
