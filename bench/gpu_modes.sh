@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue #44's one-GPU figure: bench/loop.py's workload (a random-init model of Qwen2.5-1.5B's shapes, the
-# 4k cap) in loop.mode sync (colocated: rollout and training take turns on the GPU, today's default) and
-# in one_step_off (split on the one GPU: the trainer and the engine each a share, the next step sampled
-# while this one trains), one after the other in one session on one card. One device call may last 10
-# minutes, so the runs start detached and later calls watch them.
+# 4k cap) in loop.mode sync (colocated: rollout and training take turns on the GPU, today's default), in
+# one_step_off (split on the one GPU: the trainer and the engine each a share, the next step sampled while
+# this one trains) and in async (the same, and new weights reach the engine mid-generation), one after the
+# other in one session on one card. One device call may last 10 minutes, so the runs start detached and
+# later calls watch them.
 #
 #   bench/gpu_modes.sh start ROOT [STEPS]        # returns at once; STEPS measured steps per mode (3)
 #   bench/gpu_modes.sh watch ROOT SECONDS [OUT]  # wait up to SECONDS; copy the records to OUT
@@ -28,6 +29,10 @@ start)
       --warmup 1 --steps $steps --no-parts --out $root/one_step_off.json \
       loop.mode=one_step_off resources.colocate=false resources.gpus_per_rank=0.5 \
       resources.gpus_per_rollout_worker=0.5 rollout.gpu_memory_fraction=0.45
+    python3 bench/loop.py --model $root/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096 \
+      --warmup 1 --steps $steps --no-parts --out $root/async.json \
+      loop.mode=async loop.max_staleness=1 resources.colocate=false resources.gpus_per_rank=0.5 \
+      resources.gpus_per_rollout_worker=0.5 rollout.gpu_memory_fraction=0.45
     echo 0 > $root/rc" >"$root/log" 2>&1 </dev/null &
   echo "started (log $root/log)"
   ;;
@@ -41,7 +46,7 @@ watch)
   grep -E '"step"|summary|Error|error' "$root/log" | tail -n 12 || true
   [ -e "$root/rc" ] && echo "done" || { pgrep -f bench/loop.py >/dev/null && echo running || echo "stopped (see log)"; }
   if [ -n "$out" ]; then
-    for f in sync.json one_step_off.json log; do [ -e "$root/$f" ] && cp "$root/$f" "$out/gpu-modes-$f"; done
+    for f in sync.json one_step_off.json async.json log; do [ -e "$root/$f" ] && cp "$root/$f" "$out/gpu-modes-$f"; done
   fi
   ;;
 *)
