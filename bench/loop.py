@@ -140,7 +140,7 @@ def main() -> int:
         scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
     plan = EpisodePlan.of(cfg.rollout, tokenizer)
-    sampler = loop.make_sampler(cfg, roles, scorer, loader, encode, plan)
+    sampler = loop.make_sampler(cfg, roles, scorer, loader, encode, plan, args.warmup + args.steps)
     try:
         steps = []
         for step in range(args.warmup + args.steps):
@@ -148,7 +148,10 @@ def main() -> int:
             t0 = time.perf_counter()
             sampled = sampler.sample(step, timer)
             t1 = time.perf_counter()
-            memory = dict(roles.memory_metrics)  # the generation phase's: offload, KV cache
+            # the generation phase's: offload, KV cache (Roles.memory_metrics, as the sampling ended)
+            memory = {
+                k: v for k, v in sampled.metrics.items() if k.startswith(("rollout/", "memory/", "timing/"))
+            }
             batch, rewards, trained = loop.batch_with_advantages(cfg, sampled)
             trained |= loop.update(cfg, roles, batch, rewards, timer, step)
             sampler.sync_weights(step + 1, loop.policy_trains(cfg, step), timer)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, get_args
 
 from codefu.data.difficulty import DifficultyConfig
 from codefu.data.mixing import TrainSource, check_train
@@ -150,6 +150,9 @@ class CriticConfig:
         )
 
 
+LoopMode = Literal["sync", "one_step_off", "async"]
+
+
 @dataclass
 class LoopConfig:
     steps: int = 30
@@ -172,7 +175,7 @@ class LoopConfig:
     checks overlap its decoding and the last programs are scored after the last turn; asynchronous turns
     always judge as they go. false: judge the whole batch after generation (timing/judge_s)."""
     seed: int = 0
-    mode: Literal["sync", "one_step_off", "async"] = "sync"
+    mode: LoopMode = "sync"
     """How sampling and training take turns. sync: each step samples with the weights of the step before
     (on-policy). one_step_off: the next step's samples are made while this one trains (verl's one-step-off
     pipeline: every sample is one policy version old). async: sampling runs up to loop.max_staleness steps
@@ -183,8 +186,9 @@ class LoopConfig:
     weights that train on it (null: 2); sampling waits rather than run further ahead. Set only with
     async: sync is 0 and one_step_off 1 by definition."""
     weight_sync_timeout_s: float = 600.0
-    """A weight transfer to the rollout workers that takes longer fails with an error naming the workers
-    and their nodes, instead of hanging the run."""
+    """A weight load on rollout workers of their own (split placement: resources.colocate false, or any
+    CPU run) that takes longer fails with an error naming the workers and their nodes, instead of hanging
+    the run. (Colocated engines take the weights in place, through CUDA IPC, without this limit.)"""
 
     @property
     def staleness_bound(self) -> int:
@@ -219,7 +223,7 @@ class RunConfig:
             setattr(getattr(self, section), name, attrgetter(owner)(self))
 
 
-LOOP_MODES = ("sync", "one_step_off", "async")
+LOOP_MODES = get_args(LoopMode)
 
 
 def check_run_config(cfg: RunConfig) -> None:

@@ -91,7 +91,6 @@ def train(
     roles = Roles(cfg)
     difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, difficulty)  # one or a mix
-    sampler = make_sampler(cfg, roles, scorer, loader, encode, plan)  # how samples are made
     start = 0
     if checkpoint is not None:
         extra = roles.load(str(checkpoint))
@@ -99,18 +98,19 @@ def train(
         start = int(extra["step"])
         roles.sync_weights(version=start)  # the policy after `start` steps is version `start`
         log.info("resumed from %s at step %d", checkpoint, start)
+    end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
+    sampler = make_sampler(cfg, roles, scorer, loader, encode, plan, end)  # how samples are made
     sink = (
         MultiSink(sinks)
         if sinks
         else open_sinks(cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write)
     )
-    end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
     metrics: dict[str, float] = {}
     try:
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
             timer = StepTimer()
             sampled = sampler.sample(step, timer)  # the step's prompts, sampled and scored
-            metrics = step_metrics(sampled, plan.turns) | roles.memory_metrics
+            metrics = step_metrics(sampled, plan.turns)
             metrics |= source_metrics(sampled.all_problems, sampled.all_scores)  # data/pass_rate/<source>
             changed = False
             if sampled.completions:
@@ -124,7 +124,7 @@ def train(
                 with sampler.latest_weights():
                     metrics |= validate(cfg, roles, scorer, val_problems, encode, plan)
             sink.write(step + 1, metrics)
-            save_state(cfg, roles, sampler.loader_state(), run_dir, step + 1, last)
+            save_state(cfg, roles, sampler, run_dir, step + 1, last)
     finally:
         sink.close()
         sampler.close()
@@ -139,9 +139,10 @@ def make_sampler(
     loader: ProblemLoader | MixedLoader,
     encode: Callable[[Problem], list[int]],
     plan: EpisodePlan,
+    end: int,
 ) -> Sampler:
-    """The run's way of sampling, from rollout.turns, rollout.async_turns and loop.mode (see the module's
-    docstring)."""
+    """The run's way of sampling, from rollout.turns, rollout.async_turns and loop.mode (see the samplers'
+    module docstring), for steps before `end` (this session's last)."""
     if plan.turns == 1:
         kind: type[OnPolicySampler] = SingleTurnSampler
     else:
@@ -150,7 +151,7 @@ def make_sampler(
     if cfg.loop.mode == "sync":
         return sampler
     # async: new weights reach the engines mid-generation (partial rollouts); one_step_off: between steps
-    return OffPolicySampler(sampler, cfg.loop.staleness_bound, in_flight=cfg.loop.mode == "async")
+    return OffPolicySampler(sampler, cfg.loop.staleness_bound, end, mid_generation=cfg.loop.mode == "async")
 
 
 def batch_with_advantages(cfg: RunConfig, sampled: Sampled) -> tuple[Batch, torch.Tensor, dict[str, float]]:
@@ -212,9 +213,7 @@ def policy_trains(cfg: RunConfig, step: int) -> bool:
     return cfg.algo.estimator != "ppo" or step >= cfg.critic.pretrain_steps
 
 
-def save_state(
-    cfg: RunConfig, roles: Roles, loader_state: dict[str, Any], run_dir: Path, done: int, last: bool
-) -> None:
+def save_state(cfg: RunConfig, roles: Roles, sampler: Sampler, run_dir: Path, done: int, last: bool) -> None:
     """After `done` steps: at the run's end the final model (and, without loop.keep_final_state, no
     checkpoint); else a checkpoint every loop.save_every steps and at this session's `last` step."""
     finished = done == cfg.loop.steps
@@ -223,7 +222,7 @@ def save_state(
     if finished and not cfg.loop.keep_final_state:
         roles.drop_checkpoints(str(run_dir / "checkpoints"))
     elif last or (cfg.loop.save_every and done % cfg.loop.save_every == 0):
-        state = {"loader": loader_state, "step": done}
+        state = {"loader": sampler.loader_state(), "step": done}  # as of step `done`, the next to train
         saved = roles.save(str(run_dir / "checkpoints"), done, state)
         if cfg.loop.hf_export == "every_save":
             roles.export_hf(str(Path(saved) / "hf"))
@@ -291,10 +290,16 @@ def validate(
 ) -> dict[str, float]:
     n = cfg.loop.val_n
     sampling = sampling_params(cfg, n, seed=cfg.loop.seed + 7)
-    with roles.generating():
-        result = sample_and_score(
-            problems, encode, roles.generate, scorer, sampling, label=" (validation)", plan=plan
-        )
+    try:
+        with roles.generating():
+            result = sample_and_score(
+                problems, encode, roles.generate, scorer, sampling, label=" (validation)", plan=plan
+            )
+    except ray.exceptions.RayActorError as e:
+        named = roles.rollout.died(e, "validate")
+        if named is None:
+            raise
+        raise named from e
     # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems (the last programs)
     out = passk_metrics_with_ci(result.passed, sorted({1, n}), seed=cfg.loop.seed)
     out["eval/reward_mean"] = sum(result.rewards) / max(1, len(result.rewards))

@@ -90,9 +90,10 @@ class RolloutWorkers:
         ref = state if state is None or isinstance(state, ray.ObjectRef) else ray.put(state)
         self.wait([a.load_weights.remote(ref, version) for a in self.actors], "load the weights", timeout_s)
 
-    def accept_weights_in_flight(self) -> bool:
+    def load_in_flight(self) -> bool:
         """Whether every worker's engine takes weights while it generates (the native engine)."""
-        return all(ray.get([a.accepts_weights_in_flight.remote() for a in self.actors]))
+        calls = [a.accepts_weights_in_flight.remote() for a in self.actors]
+        return all(self.answers(calls, "say whether it takes weights mid-generation"))
 
     def push_weights(self, state: Any, version: int) -> list[Any]:
         """`load_weights` without waiting, also while the workers generate: each loads `state` (an
@@ -304,13 +305,18 @@ def _trainer_ranks(
     )
 
 
-def role_process_options(gpus: int, cuda_allocator: str | None = None) -> dict[str, Any]:
-    """Ray options of a role's processes: on CPU every core for each (the phases take turns), or as many
-    threads as the driver's OMP_NUM_THREADS says (several runs sharing one machine); on GPU the CUDA
-    allocator's settings (`trainer.cuda_allocator`, for the trainer's processes), read by torch at its
-    first allocation, so they go in before the process starts."""
+def role_process_options(
+    gpus: int, cuda_allocator: str | None = None, concurrent: bool = False
+) -> dict[str, Any]:
+    """Ray options of a role's processes: on CPU every core for each (the phases take turns), half of them
+    when sampling and training run at once (`concurrent`: loop.mode one_step_off or async; each would
+    otherwise fight the other for every core), or as many threads as the driver's OMP_NUM_THREADS says
+    (several runs sharing one machine); on GPU the CUDA allocator's settings (`trainer.cuda_allocator`,
+    for the trainer's processes), read by torch at its first allocation, so they go in before the process
+    starts."""
     if gpus == 0:
-        env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)}
+        cores = max(1, (os.cpu_count() or 1) // (2 if concurrent else 1))
+        env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS") or str(cores)}
     else:
         env = {"PYTORCH_CUDA_ALLOC_CONF": cuda_allocator} if cuda_allocator else {}
     return {"runtime_env": {"env_vars": env}} if env else {}
@@ -324,8 +330,9 @@ class Roles:
         layout = run_layout(cfg)
         check_layout(layout, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         self.pg = reserve(layout)
-        options = role_process_options(layout.gpus)
-        trainer_options = role_process_options(layout.gpus, cfg.trainer.cuda_allocator)
+        concurrent = cfg.loop.mode != "sync"  # sampling while training
+        options = role_process_options(layout.gpus, concurrent=concurrent)
+        trainer_options = role_process_options(layout.gpus, cfg.trainer.cuda_allocator, concurrent)
         # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
         self.colocated = cfg.resources.colocate and layout.gpus > 0
         self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer

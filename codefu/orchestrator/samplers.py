@@ -65,7 +65,8 @@ class Sampled:
     all_episodes: list[Episode] = field(default_factory=list)  # the episode of each of all_scores
     generated_tokens: int = 0  # tokens the model wrote in every episode, dropped ones included
     judge_busy_s: float = 0.0  # seconds the judge had a submission of this step awaiting its verdict
-    metrics: dict[str, float] = field(default_factory=dict)  # the sampler's own: difficulty, staleness
+    # the sampler's own: difficulty, staleness, the generation phase's memory moves and engine numbers
+    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class Sampler(Protocol):
@@ -152,6 +153,7 @@ class OnPolicySampler:
         out.judge_busy_s = self.scorer.busy_s - busy_before
         self.loader.record(pass_counts(out.all_problems, out.all_scores))
         out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
+        out.metrics |= self.roles.memory_metrics  # this sampling's memory moves and engine numbers
         return out
 
     def sync_weights(self, version: int, changed: bool, timer: StepTimer) -> None:

@@ -56,10 +56,10 @@ class RolloutWorker:
         self._inboxes_lock = threading.Lock()
         # held while the engine generates: weights for an engine that cannot take them mid-generation
         # (load_weights_in_flight) wait for it
-        self._generating = threading.Lock()
+        self._engine_busy = threading.Lock()
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
-        with self._generating:
+        with self._engine_busy:
             started = self.version
             return self._stamped(self.engine.generate(prompts, sampling), started)
 
@@ -79,7 +79,7 @@ class RolloutWorker:
         With `follow_ups` (a name for this stream), prompts given to `follow_up` under that name while it
         runs are generated too (see codefu.rollout.follow_ups), until `end_follow_ups`."""
         stream = getattr(self.engine, "generate_stream", None) or self._in_one_batch
-        with self._generating:  # released when the stream ends, also when its consumer drops it
+        with self._engine_busy:  # released when the stream ends, fails or is closed
             started = self.version
             if follow_ups is None:
                 yield from self._stamped_stream(stream(prompts, sampling), started)
@@ -152,7 +152,7 @@ class RolloutWorker:
             if version is not None:
                 self.version = version
             return
-        with self._generating:
+        with self._engine_busy:
             self._load(state, version)
 
     @ray.method(concurrency_group="weights")

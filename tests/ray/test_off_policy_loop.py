@@ -38,16 +38,17 @@ def run(
     scorer: CharScorer | None = None,
     max_steps: int | None = None,
     save_every: int = 0,
+    validate: bool = False,
     **loop_keys,
 ) -> list[dict]:
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps, save_every=save_every)
-    cfg = replace(cfg, loop=replace(cfg.loop, **loop_keys))
+    cfg = replace(cfg, loop=replace(cfg.loop, val_every=1 if validate else 0, **loop_keys))
     run_dir = tmp_path / name
     loop.train(
         cfg,
         run_dir,
         toy_problems(),
-        [],
+        toy_problems()[:3] if validate else [],
         tiny_tokenizer(),
         scorer or CharScorer(),
         max_steps=max_steps,
@@ -83,9 +84,11 @@ def samples_seen(monkeypatch):
 
 
 def test_max_staleness_0_is_the_sync_loop(local_ray, tmp_path):
-    sync = run(tmp_path, "sync", steps=3)
-    off = run(tmp_path, "async0", steps=3, mode="async", max_staleness=0)
+    # validation every step: it must come between a step's weights and the next step's samples, as in sync
+    sync = run(tmp_path, "sync", steps=3, validate=True)
+    off = run(tmp_path, "async0", steps=3, validate=True, mode="async", max_staleness=0)
     keys = ["reward/mean", "rollout/response_tokens", "loss/pg", "policy/entropy", "async/staleness_max"]
+    keys += ["eval/pass@1", "eval/reward_mean"]
     assert [[r[k] for k in keys] for r in off] == [[r[k] for k in keys] for r in sync]
     assert all(r["async/staleness_max"] == 0 for r in off)
     a = load_file(tmp_path / "sync" / "model" / "model.safetensors")

@@ -38,3 +38,12 @@ def test_cpu_roles_take_the_drivers_thread_count_when_set(local_ray, monkeypatch
     # several runs sharing one machine each set OMP_NUM_THREADS to their share of the cores
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert _in_process(role_process_options(0), "OMP_NUM_THREADS") == "3"
+
+
+def test_cpu_roles_that_run_at_once_take_half_the_cores_each(local_ray, monkeypatch):
+    # loop.mode one_step_off / async: the rollout worker and the trainer compute at the same time
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    half = str(max(1, (os.cpu_count() or 1) // 2))
+    assert _in_process(role_process_options(0, concurrent=True), "OMP_NUM_THREADS") == half
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the driver's own share still wins
+    assert _in_process(role_process_options(0, concurrent=True), "OMP_NUM_THREADS") == "3"

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 from codefu.errors import CodefuError
-from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.config import LoopConfig, RunConfig, check_run_config
 from codefu.orchestrator.episodes import Episode
-from codefu.orchestrator.off_policy import Ahead, check_bound, check_served
+from codefu.orchestrator.off_policy import check_bound, check_served
 from codefu.orchestrator.samplers import Sampled, staleness_metrics
 from codefu.rollout.types import Completion
 
@@ -75,23 +74,27 @@ def test_a_sample_updated_mid_generation_counts_its_tokens_by_their_own_version(
 
 
 def test_samples_past_the_bound_or_unversioned_are_refused():
-    ahead = Ahead(sampled_of(completion(3), completion(4)), 3, StepTimer(), 0.0, 0.0)
-    check_bound(ahead, step=5, max_staleness=2)
-    with pytest.raises(CodefuError, match="step 6 got samples of version 3, beyond loop.max_staleness 2"):
-        check_bound(ahead, step=6, max_staleness=2)
-    unversioned = Ahead(sampled_of(completion(None)), 3, StepTimer(), 0.0, 0.0)
-    with pytest.raises(CodefuError, match="unversioned"):
-        check_bound(unversioned, step=3, max_staleness=2)
+    sampled = sampled_of(completion(3), completion(4))
+    check_bound(sampled, step=5, bound=2)
+    with pytest.raises(
+        CodefuError, match="step 6 got samples of version 3, 3 versions behind; the bound is 2"
+    ):
+        check_bound(sampled, step=6, bound=2)
+    with pytest.raises(CodefuError, match="step 3 got 1 samples without a policy version"):
+        check_bound(sampled_of(completion(None), completion(3)), step=3, bound=2)
 
 
 def test_samples_written_with_other_weights_than_were_sent_are_refused():
-    check_served(sampled_of(completion(7), completion(7)), 7, 7)
+    check_served(sampled_of(completion(7), completion(7)), 9, 7, 7)
     updated = completion(7, 3)
     updated.token_versions = [7, 8, 8]  # weights 8 came in flight
-    check_served(sampled_of(updated), 7, 8)
-    with pytest.raises(CodefuError, match=r"weights \[6\] while they held versions 7 to 7"):
-        check_served(sampled_of(completion(7), completion(6)), 7, 7)
+    check_served(sampled_of(updated), 9, 7, 8)
+    with pytest.raises(
+        CodefuError,
+        match=r"step 9: rollout workers wrote samples with weights \[6\] while they held versions 7 to 7",
+    ):
+        check_served(sampled_of(completion(7), completion(6)), 9, 7, 7)
     with pytest.raises(CodefuError, match=r"weights \[8\] while they held versions 7 to 7"):
-        check_served(sampled_of(updated), 7, 7)
-    with pytest.raises(CodefuError, match="did not load the weights it acknowledged"):
-        check_served(sampled_of(completion(None)), 7, 7)
+        check_served(sampled_of(updated), 9, 7, 7)
+    with pytest.raises(CodefuError, match="served other weights than it acknowledged"):
+        check_served(sampled_of(completion(None)), 9, 7, 7)

@@ -128,11 +128,12 @@ class NativeEngine:
         self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
         self.model.load_weights(state)
         self.version = 0  # of the weights held (load_weights): every token sampled carries it
-        # weights handed over while generate_stream runs (see update_weights_in_flight): `_generating`
-        # says whether the loop takes them between its steps (else the caller loads them at once)
+        # weights handed over while generate_stream runs (see update_weights_in_flight):
+        # `_loads_wait_for_a_step` says whether the loop takes them between its steps (else the caller
+        # loads them at once)
         self._weights_lock = threading.Lock()
         self._handed_over: list[HandedOver] = []
-        self._generating = False
+        self._loads_wait_for_a_step = False
         self._loop_thread: int | None = None  # the thread that runs the stream's steps
         self._seqs: list[Sequence] = []
         self.eos_ids = eos_ids(generation_config, hf_config, tokenizer)
@@ -419,7 +420,7 @@ class NativeEngine:
         returns once they are loaded (and raises what loading raised). With no generation running, or
         from the thread that runs it, they load at once."""
         with self._weights_lock:
-            if not self._generating or threading.get_ident() == self._loop_thread:
+            if not self._loads_wait_for_a_step or threading.get_ident() == self._loop_thread:
                 # nothing runs, or the stream that runs is paused at a yield on this very thread: a step
                 # boundary (waiting for itself would never end)
                 self.load_weights(state, version)
@@ -440,7 +441,7 @@ class NativeEngine:
         or their callers load them at once (no step will run until this thread says so again). What
         was handed over already is loaded now."""
         with self._weights_lock:
-            self._generating = generating
+            self._loads_wait_for_a_step = generating
             self._loop_thread = threading.get_ident() if generating else None
             self._load_handed_over_locked()
 
