@@ -6,7 +6,8 @@
 # other in one session on one card. One device call may last 10 minutes, so the runs start detached and
 # later calls watch them.
 #
-#   bench/gpu_modes.sh start ROOT [STEPS]        # returns at once; STEPS measured steps per mode (3)
+#   bench/gpu_modes.sh start ROOT [STEPS [MODES]]  # returns at once; STEPS measured steps per mode (3),
+#                                                # MODES e.g. "sync async" (all three)
 #   bench/gpu_modes.sh watch ROOT SECONDS [OUT]  # wait up to SECONDS; copy the records to OUT
 #
 # The engine's KV cache takes rollout.gpu_memory_fraction of the card: 0.85 colocated (the trainer's
@@ -19,22 +20,23 @@ root=${2:?ROOT}
 case "$cmd" in
 start)
   steps=${3:-3}
+  modes=${4:-sync one_step_off async}
   mkdir -p "$root"
-  setsid nohup bash -c "
-    set -e
-    python3 bench/make_random_model.py $root/r15 qwen2.5-1.5b
-    python3 bench/loop.py --model $root/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096 \
-      --warmup 1 --steps $steps --no-parts --out $root/sync.json
-    python3 bench/loop.py --model $root/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096 \
-      --warmup 1 --steps $steps --no-parts --out $root/one_step_off.json \
-      loop.mode=one_step_off resources.colocate=false resources.gpus_per_rank=0.5 \
-      resources.gpus_per_rollout_worker=0.5 rollout.gpu_memory_fraction=0.45
-    python3 bench/loop.py --model $root/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096 \
-      --warmup 1 --steps $steps --no-parts --out $root/async.json \
-      loop.mode=async loop.max_staleness=1 resources.colocate=false resources.gpus_per_rank=0.5 \
-      resources.gpus_per_rollout_worker=0.5 rollout.gpu_memory_fraction=0.45
+  split="resources.colocate=false resources.gpus_per_rank=0.5 resources.gpus_per_rollout_worker=0.5 \
+    rollout.gpu_memory_fraction=0.45"
+  declare -A OVERRIDES=(
+    [sync]=""
+    [one_step_off]="loop.mode=one_step_off $split"
+    [async]="loop.mode=async loop.max_staleness=1 $split"
+  )
+  runs=""
+  for mode in $modes; do
+    runs+="python3 bench/loop.py --model $root/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096 \
+      --warmup 1 --steps $steps --no-parts --out $root/$mode.json ${OVERRIDES[$mode]}; "
+  done
+  setsid nohup bash -c "set -e; python3 bench/make_random_model.py $root/r15 qwen2.5-1.5b; $runs
     echo 0 > $root/rc" >"$root/log" 2>&1 </dev/null &
-  echo "started (log $root/log)"
+  echo "started $modes (log $root/log)"
   ;;
 watch)
   seconds=${3:?SECONDS}
