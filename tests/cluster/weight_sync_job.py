@@ -19,12 +19,12 @@ import torch
 from ray.experimental import get_object_locations
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from codefu.orchestrator.batching import completions_to_batch
 from codefu.rollout.actor import make_rollout_actor
 from codefu.rollout.engine import EngineConfig
 from codefu.rollout.types import SamplingParams
 from codefu.trainer import TrainerConfig
 from codefu.trainer.actor import make_trainer_ranks
-from codefu.trainer.batch import Batch
 from codefu.trainer.testing import random_batch
 
 PROMPTS = [[1, 40, 41, 42], [1, 50, 51, 52, 53, 54, 55, 56], [1, 60]]
@@ -62,10 +62,11 @@ def main() -> int:
 
     def trainer_gap(completions: list) -> float:
         """Largest |engine log-prob - trainer log-prob| over the completions' tokens."""
-        batch, engine = as_batch(completions)
+        n = len(completions)  # the loop's own batching: the engine's log-probs become old_logprobs
+        batch = completions_to_batch(completions, torch.zeros(n), torch.ones(n, dtype=torch.bool))
         trainer_lp = get(trainer.compute_logprobs.remote(batch))
         mask = batch.response_mask.bool()
-        return float((trainer_lp[mask] - engine[mask]).abs().max())
+        return float((trainer_lp[mask] - batch.old_logprobs[mask]).abs().max())
 
     before = generate()
     gap_at_start = trainer_gap(before)  # both loaded the same folder
@@ -103,23 +104,6 @@ def main() -> int:
 def where(_actor) -> dict:
     """Run in the actor's process (`__ray_call__`): its Ray node and its address there."""
     return {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address()}
-
-
-def as_batch(completions: list) -> tuple[Batch, torch.Tensor]:
-    """Prompt + completion rows, right-padded, and the engine's log-probs aligned like Batch.old_logprobs."""
-    rows = [c.prompt_ids + c.token_ids for c in completions]
-    B, T = len(rows), max(len(r) for r in rows)
-    ids = torch.zeros(B, T, dtype=torch.long)
-    attention = torch.zeros(B, T, dtype=torch.long)
-    response = torch.zeros(B, T, dtype=torch.long)
-    engine = torch.zeros(B, T, dtype=torch.float32)
-    for b, c in enumerate(completions):
-        p, r = len(c.prompt_ids), len(c.token_ids)
-        ids[b, : p + r] = torch.tensor(rows[b])
-        attention[b, : p + r] = 1
-        response[b, p : p + r] = 1
-        engine[b, p : p + r] = torch.tensor(c.logprobs)
-    return Batch(ids, attention, response), engine
 
 
 def summary(completions: list) -> list:

@@ -16,6 +16,7 @@ from codefu.rollout.native.engine import PENDING
 from codefu.rollout.native.kv_cache import KVCache
 from codefu.rollout.native.model import NativeCausalLM
 from helpers.stops import pick_stops
+from helpers.threads import one_thread  # noqa: F401 (autouse: one intra-op thread)
 
 VOCAB = 1000
 BLOCK = 16
@@ -27,15 +28,6 @@ PROMPTS = [
     list(range(300, 332)),
     [7, 8, 9, 10, 11, 12, 13, 14, 15],
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny ops on a shared 2-core machine: one intra-op thread is ~30x faster than two that contend."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def tiny_hf(kind: str, seed: int = 0, **overrides):

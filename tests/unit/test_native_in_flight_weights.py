@@ -15,6 +15,7 @@ from codefu.models.tiny import tiny_model
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.types import Completion
+from helpers.threads import one_thread  # noqa: F401 (autouse: one intra-op thread)
 
 # two prompts longer than a block (16): their prompt blocks go through the prefix cache; one shorter
 PROMPTS = [list(range(10, 30)), list(range(40, 75)), [1, 7, 8, 9]]
@@ -23,15 +24,6 @@ STOPS = tuple(range(100, 106))  # ~5% a step under a near-uniform tiny model: se
 SAMPLING = SamplingParams(n=3, temperature=1.0, max_new_tokens=24, seed=3, stop_token_ids=STOPS)
 GREEDY = SamplingParams(n=1, temperature=0.0, max_new_tokens=24)
 WAIT_S = 10.0  # a generous bound on waits that take milliseconds: a hang fails instead of blocking
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny ops on a shared 2-core machine: one intra-op thread is much faster than two that contend."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
