@@ -99,7 +99,9 @@ class RolloutWorkers:
         """`load_weights` without waiting, also while the workers generate: each loads `state` (an
         ObjectRef; None: relabel) at its engine's next step, and tokens after it carry `version`. Returns
         the calls, for `wait`."""
-        return [a.load_weights_in_flight.remote(state, version) for a in self.actors]
+        # wrapped: the worker fetches it on its weights thread, its other calls never wait for the transfer
+        wrapped = None if state is None else [state]
+        return [a.load_weights_in_flight.remote(wrapped, version) for a in self.actors]
 
     def load_shared_weights(self, shared: Sequence[Any], version: int | None = None) -> None:
         """Worker w loads what the trainer rank on its GPU shared (`shared[w]`)."""

@@ -140,13 +140,19 @@ class RolloutWorker:
     # on a thread of their own (the actor's "weights" concurrency group), so they run while generate_stream
     # runs on the default group
     @ray.method(concurrency_group="weights")
-    def load_weights_in_flight(self, state: dict[str, Tensor] | None, version: int | None = None) -> None:
+    def load_weights_in_flight(
+        self, state: dict[str, Tensor] | list[Any] | None, version: int | None = None
+    ) -> None:
         """`load_weights` while a generation may be running (asynchronous RL). An engine that accepts
         weights in flight (the native one) loads them at its next step boundary and goes on with them:
         this returns once they are loaded, and the tokens sampled after carry `version`
         (Completion.token_versions). Any other engine (transformers: its `generate` cannot be
         interrupted) loads them only after the running generation (the whole stream) has ended: this
-        returns then, and that generation's completions are all of the version it started with."""
+        returns then, and that generation's completions are all of the version it started with.
+        `state` may be `[ObjectRef]`: fetched here, on this method's thread, so that no call to the
+        actor's other methods waits behind the transfer of a large state dict."""
+        if isinstance(state, list):
+            state = ray.get(state[0])
         if self.accepts_weights_in_flight():
             self.engine.update_weights_in_flight(state, version)
             if version is not None:
