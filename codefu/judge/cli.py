@@ -38,11 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-tests", type=int, default=None, help="tests per submission at most")
     p.add_argument("--seed", type=int, default=0, help="seed of the test sample when --max-tests cuts")
     add_judge_flags(p)
-    p.add_argument(
-        "--unsafe-no-sandbox",
-        action="store_true",
-        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
-    )
+    add_unsafe_no_sandbox_flag(p)
     p.set_defaults(run=run)
 
 
@@ -69,6 +65,15 @@ def judge_flag_checks(args: argparse.Namespace) -> list[tuple[str, bool, str]]:
         ("workers", args.workers >= 0, ">= 0 (0: one per CPU)"),
         ("time_scale", args.time_scale > 0, "> 0"),
     ]
+
+
+def add_unsafe_no_sandbox_flag(p: argparse.ArgumentParser) -> None:
+    """--unsafe-no-sandbox, one wording for every command that can run programs without the sandbox."""
+    p.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
+    )
 
 
 def add_python_checker_flag(p: argparse.ArgumentParser) -> None:

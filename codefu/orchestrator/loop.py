@@ -290,16 +290,10 @@ def validate(
 ) -> dict[str, float]:
     n = cfg.loop.val_n
     sampling = sampling_params(cfg, n, seed=cfg.loop.seed + 7)
-    try:
-        with roles.generating():
-            result = sample_and_score(
-                problems, encode, roles.generate, scorer, sampling, label=" (validation)", plan=plan
-            )
-    except ray.exceptions.RayActorError as e:
-        named = roles.rollout.died(e, "validate")
-        if named is None:
-            raise
-        raise named from e
+    with roles.rollout.deaths_named("validate"), roles.generating():
+        result = sample_and_score(
+            problems, encode, roles.generate, scorer, sampling, label=" (validation)", plan=plan
+        )
     # eval/pass@k with eval/pass@k_ci_low, _ci_high: 95% bootstrap over problems (the last programs)
     out = passk_metrics_with_ci(result.passed, sorted({1, n}), seed=cfg.loop.seed)
     out["eval/reward_mean"] = sum(result.rewards) / max(1, len(result.rewards))

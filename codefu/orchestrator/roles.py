@@ -122,8 +122,15 @@ class RolloutWorkers:
 
     def answers(self, calls: list[Any], what: str) -> list[Any]:
         """ray.get(calls), a worker's death as a CodefuError naming it and its node."""
-        try:
+        with self.deaths_named(what):
             return ray.get(calls)
+
+    @contextlib.contextmanager
+    def deaths_named(self, what: str) -> Iterator[None]:
+        """A block in which a worker's death (RayActorError) becomes a CodefuError naming the worker, its
+        node and `what` it was asked to do; another actor's death is raised as it is."""
+        try:
+            yield
         except ray.exceptions.RayActorError as e:
             named = self.died(e, what)
             if named is None:

@@ -29,8 +29,6 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-import ray
-
 from codefu.data.loader import MixedLoader, ProblemLoader
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.batching import mixed_groups
@@ -111,13 +109,8 @@ class OnPolicySampler:
     plan: EpisodePlan
 
     def sample(self, step: int, timer: StepTimer) -> Sampled:
-        try:
+        with self.roles.rollout.deaths_named("sample"):
             return self._sample(step, timer)
-        except ray.exceptions.RayActorError as e:
-            named = self.roles.rollout.died(e, "sample")
-            if named is None:  # not a rollout worker (e.g. a judge's actor): its own error says which
-                raise
-            raise named from e
 
     def _sample(self, step: int, timer: StepTimer) -> Sampled:
         cfg = self.cfg
@@ -322,9 +315,12 @@ def staleness_metrics(completions: list[Completion], step: int) -> dict[str, flo
     behind = [step - c.policy_version for c in versioned]  # type: ignore[operator]
     tokens: dict[int, int] = {}
     for c in versioned:
-        mask = c.loss_mask or [1] * c.num_tokens
-        for v, m in zip(c.token_versions or [c.policy_version] * c.num_tokens, mask, strict=True):
-            tokens[step - v] = tokens.get(step - v, 0) + m  # type: ignore[operator]
+        if c.token_versions is None:  # one version (every sample of a sync run): no walk over its tokens
+            k = step - c.policy_version  # type: ignore[operator]
+            tokens[k] = tokens.get(k, 0) + c.model_tokens
+            continue
+        for v, m in zip(c.token_versions, c.loss_mask or [1] * c.num_tokens, strict=True):
+            tokens[step - v] = tokens.get(step - v, 0) + m
     total = max(1, sum(tokens.values()))
     out = {
         "async/staleness_mean": sum(behind) / len(behind),

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from codefu.errors import CodefuError, check_flags
 from codefu.judge.checker import check_python_checkers
-from codefu.judge.cli import add_python_checker_flag
+from codefu.judge.cli import add_python_checker_flag, add_unsafe_no_sandbox_flag
 from codefu.judge.rewards import REWARDS, check_tested
 from codefu.serve.protocol import ServiceLimits
 
@@ -60,11 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--max-body-mb", type=float, default=64, help="largest request body")
     p.add_argument("--max-run-timeout", type=float, default=60, help="largest run_timeout a request may ask")
-    p.add_argument(
-        "--unsafe-no-sandbox",
-        action="store_true",
-        help="run programs on the host WITHOUT isolation (debugging trusted code only)",
-    )
+    add_unsafe_no_sandbox_flag(p)
     p.set_defaults(run=run)
 
 

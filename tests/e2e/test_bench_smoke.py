@@ -53,21 +53,10 @@ def test_prepare_bench_writes_its_figures(tmp_path):
 
 
 def test_modes_bench_runs_each_mode_and_writes_their_steps(tmp_path):
-    from codefu.models.tiny import save_tiny_model, tiny_tokenizer
+    from helpers.tiny_train import tiny_train_overrides
 
-    model = save_tiny_model(tmp_path / "model", max_position_embeddings=4096)  # the starter prompts fit
-    tiny_tokenizer().save_pretrained(model)
+    overrides = tiny_train_overrides(tmp_path / "model")
     out = tmp_path / "modes.json"
-    overrides = [
-        f"trainer.model={model}",
-        "data.prompts_per_step=2",
-        "rollout.n=2",
-        "rollout.max_new_tokens=8",
-        "judge.max_tests=1",
-        "data.max_prompt_tokens=4000",
-        "trainer.dtype=float32",
-        "rollout.dtype=float32",
-    ]
     cmd = [
         sys.executable,
         "bench/modes.py",

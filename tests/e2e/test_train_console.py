@@ -6,27 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from codefu.models.tiny import save_tiny_model, tiny_tokenizer
+from helpers.tiny_train import tiny_train_overrides
 
 
 def test_first_screen_is_short_and_the_rest_is_in_the_log(tmp_path):
-    model = save_tiny_model(tmp_path / "model", max_position_embeddings=4096)  # the starter prompts fit
-    tiny_tokenizer().save_pretrained(model)
     run_dir = tmp_path / "run"
-    overrides = [
-        f"trainer.model={model}",
-        "data.prompts_per_step=2",
-        "rollout.n=2",
-        "rollout.max_new_tokens=8",
-        "loop.steps=2",
-        "loop.val_every=0",
-        "judge.max_tests=1",
-        "data.max_prompt_tokens=4000",
-        # float32: on a CPU without native bf16 the default bf16 adds a (right) warning per actor, which
-        # this test of the screen's layout would count as an unexpected line
-        "trainer.dtype=float32",
-        "rollout.dtype=float32",
-    ]
+    # float32 (in them): the warning per actor bf16 adds on a CPU without native bf16 would count here
+    # as an unexpected line of the screen
+    overrides = [*tiny_train_overrides(tmp_path / "model"), "loop.steps=2", "loop.val_every=0"]
     r = subprocess.run(
         [sys.executable, "-m", "codefu", "train", "--run-dir", str(run_dir), *overrides],
         capture_output=True,
