@@ -172,7 +172,11 @@ def export_hf(path: str | Path, state_dict: dict[str, Tensor], hf_config: Any, t
         tensors[k] = v.detach().to("cpu").contiguous().clone()  # no shared storage (safetensors refuses it)
     save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     dtype = next(iter(tensors.values())).dtype if tensors else torch.float32
-    config = hf_config.__class__.from_dict(hf_config.to_dict())
+    config_dict = hf_config.to_dict()
+    # a policy loaded from a GGUF keeps its quantization config, but the tensors written here are plain
+    # (dequantised): other loaders (vLLM) refuse a config that names a quantization the files lack
+    config_dict.pop("quantization_config", None)
+    config = hf_config.__class__.from_dict(config_dict)
     config.dtype = dtype
     config.use_cache = True  # the trainer turns the KV cache off; generation wants it
     config.save_pretrained(tmp)

@@ -24,6 +24,7 @@ from codefu.rollout.native.kv_cache import KVCache
 from codefu.rollout.native.model import (
     Rotary,
     add_rms_norm_torch,
+    default_inv_freq,
     rope_and_store_kv_torch,
     silu_mul_torch,
 )
@@ -68,7 +69,7 @@ def rope_inputs(tokens, heads, kv_heads, dim, dtype, max_len=4096, seed=0):
     g = torch.Generator(device=DEVICE).manual_seed(seed)
     qkv = torch.randn(tokens, (heads + 2 * kv_heads) * dim, device=DEVICE, generator=g).to(dtype)
     positions = torch.randint(0, max_len, (tokens,), device=DEVICE, generator=g)
-    rotary = Rotary(dim, 1e6, max_len)
+    rotary = Rotary(tuple(default_inv_freq(1e6, dim).tolist()), 1.0, max_len)
     rotary.init_tables(DEVICE)
     blocks = 2 * tokens // BLOCK + 2
     cache = torch.randn(2, 2, blocks, BLOCK, kv_heads, dim, device=DEVICE, generator=g).to(dtype)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.actor import build_engine
@@ -15,10 +14,10 @@ from codefu.rollout.native.cuda_graphs import DecodeGraphs, batch_buckets
 from codefu.rollout.native.engine import PENDING
 from codefu.rollout.native.kv_cache import KVCache
 from codefu.rollout.native.model import NativeCausalLM
+from helpers.native_models import forward_logprobs, hf_greedy, tiny_hf
 from helpers.stops import pick_stops
 from helpers.threads import one_thread  # noqa: F401 (autouse: one intra-op thread)
 
-VOCAB = 1000
 BLOCK = 16
 # lengths 3, 16 (exactly one block), 21, 32 (two blocks), 9: partial and full last blocks
 PROMPTS = [
@@ -28,35 +27,6 @@ PROMPTS = [
     list(range(300, 332)),
     [7, 8, 9, 10, 11, 12, 13, 14, 15],
 ]
-
-
-def tiny_hf(kind: str, seed: int = 0, **overrides):
-    common = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        initializer_range=0.3,  # the default 0.02 makes greedy repeat one token forever
-        bos_token_id=None,
-        pad_token_id=None,
-        eos_token_id=None,
-    )
-    common.update(overrides)
-    if kind == "llama":
-        config = LlamaConfig(tie_word_embeddings=True, **common)
-    else:
-        config = Qwen2Config(tie_word_embeddings=False, **common)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
-    if kind == "qwen2":  # Qwen2 initialises biases to 0: make them matter
-        with torch.no_grad():
-            for layer in model.model.layers:
-                for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
-                    proj.bias.normal_(0, 0.5)
-    return model
 
 
 def make_engine(hf, kv_cache_tokens: int = 4096, **knobs) -> NativeEngine:
@@ -72,27 +42,6 @@ def hf(request):
 @pytest.fixture(scope="module")
 def engine(hf):
     return make_engine(hf)
-
-
-def hf_greedy(hf, prompt: list[int], max_new: int, stop: tuple[int, ...] = ()) -> list[int]:
-    with torch.no_grad():
-        out = hf.generate(
-            torch.tensor([prompt]),
-            attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
-            do_sample=False,
-            max_new_tokens=max_new,
-            eos_token_id=list(stop) or None,
-            pad_token_id=0,
-        )
-    return out[0, len(prompt) :].tolist()
-
-
-def forward_logprobs(hf, prompt: list[int], response: list[int], temperature: float) -> torch.Tensor:
-    """The trainer's quantity: log_softmax(logits / T) of each response token, one unpadded forward."""
-    with torch.no_grad():
-        logits = hf(input_ids=torch.tensor([prompt + response])).logits[0].float()
-    scaled = logits[len(prompt) - 1 : len(prompt) + len(response) - 1] / temperature
-    return torch.log_softmax(scaled, dim=-1).gather(-1, torch.tensor(response)[:, None]).squeeze(1)
 
 
 def test_fused_model_logits_equal_transformers(hf):
@@ -344,10 +293,6 @@ def test_limits_are_clear_errors(hf):
     # a sequence that reaches max_model_len ends with "length"
     out = engine.generate([list(range(1, 30))], SamplingParams(temperature=0.0, max_new_tokens=50))[0]
     assert len(out.token_ids) == 3 and out.finish_reason == "length"
-    with pytest.raises(ValueError, match="rope type 'yarn'"):
-        tiny_hf_config = tiny_hf("llama").config
-        tiny_hf_config.rope_parameters = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}
-        NativeCausalLM.build(tiny_hf_config, torch.float32, "cpu")
 
 
 def test_build_engine_dispatches_on_the_kind(tmp_path):

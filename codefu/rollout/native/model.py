@@ -1,9 +1,14 @@
-"""Llama / Qwen2 decoder-only models in plain torch, for the native engine.
+"""Llama / Qwen2 / Qwen3 / Mistral decoder-only models in plain torch, for the native engine.
 
-Built from a transformers config (LlamaConfig, Qwen2Config: Qwen2.5, DeepSeek-R1-Distill-Qwen, SmolLM2,
-...), loaded from HF-named tensors. The forward takes the tokens of one engine step laid out flat, [T],
-with their positions and an `AttentionMetadata`; every matmul runs on all T tokens at once. q/k/v are one
-matmul and gate/up another (fewer kernel launches). The numerics mirror transformers' (RMSNorm in fp32,
+Built from a transformers config (LlamaConfig: Llama 2-3.x, SmolLM2; Qwen2Config: Qwen2.5,
+DeepSeek-R1-Distill-Qwen; Qwen3Config: Qwen3 dense, with its per-head q/k RMSNorm; MistralConfig), loaded
+from HF-named tensors. RoPE: the default, and the scaled types whose tables do not depend on the sequence
+length (linear, llama3, yarn), built by transformers' own functions. Sliding-window attention is accepted
+only where it changes nothing: a window at least as long as the engine's longest sequence.
+
+The forward takes the tokens of one engine step laid out flat, [T], with their positions and an
+`AttentionMetadata`; every matmul runs on all T tokens at once. q/k/v are one matmul and gate/up another
+(fewer kernel launches). The numerics mirror transformers' (RMSNorm in fp32,
 RoPE tables in fp32, logits in the model dtype then fp32) so greedy outputs match token for token.
 
 The small ops between the matmuls are three fused ops (vLLM style): residual add + RMSNorm, RoPE + K/V
@@ -26,7 +31,9 @@ from torch import Tensor, nn
 
 from codefu.rollout.native.attention import AttentionMetadata, attention, store_kv
 
-SUPPORTED = ("llama", "qwen2")
+SUPPORTED = ("llama", "qwen2", "qwen3", "mistral")
+#: RoPE types whose cos/sin tables are fixed (dynamic and longrope change them with the sequence length)
+ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 
 @dataclass(frozen=True)
@@ -41,11 +48,18 @@ class ModelSpec:
     num_kv_heads: int
     head_dim: int
     rms_norm_eps: float
-    rope_theta: float
+    rope_inv_freq: tuple[float, ...]
+    """RoPE's inverse frequencies, head_dim / 2 of them (scaled as the config's rope type says)."""
+    rope_attention_scaling: float
+    """The factor on RoPE's cos and sin (yarn's mscale; 1 otherwise)."""
     max_position_embeddings: int
     qkv_bias: bool
     o_bias: bool
     mlp_bias: bool
+    qk_norm: bool
+    """Qwen3: an RMSNorm over each head of q and of k before RoPE."""
+    sliding_window: int | None
+    """The attention window of the config's sliding layers (None: none slide)."""
     tie_word_embeddings: bool
 
     @classmethod
@@ -56,12 +70,6 @@ class ModelSpec:
         act = getattr(config, "hidden_act", "silu")
         if act != "silu":
             raise ValueError(f"native engine: hidden_act {act!r} is not supported (only 'silu')")
-        if model_type == "qwen2" and getattr(config, "use_sliding_window", False):
-            layer_types = getattr(config, "layer_types", None) or ["sliding_attention"]
-            if "sliding_attention" in layer_types:
-                raise ValueError(
-                    "native engine: sliding-window attention (use_sliding_window) is not supported"
-                )
         heads = config.num_attention_heads
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
         if heads % kv_heads:
@@ -70,6 +78,7 @@ class ModelSpec:
             )
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
         attention_bias = bool(getattr(config, "attention_bias", False))
+        inv_freq, attention_scaling = rope_tables(config, head_dim)
         return cls(
             vocab_size=config.vocab_size,
             hidden_size=config.hidden_size,
@@ -79,32 +88,64 @@ class ModelSpec:
             num_kv_heads=kv_heads,
             head_dim=head_dim,
             rms_norm_eps=config.rms_norm_eps,
-            rope_theta=rope_theta(config),
+            rope_inv_freq=tuple(inv_freq.tolist()),
+            rope_attention_scaling=float(attention_scaling),
             max_position_embeddings=config.max_position_embeddings,
-            qkv_bias=model_type == "qwen2" or attention_bias,
-            o_bias=model_type == "llama" and attention_bias,
+            # Qwen2: q/k/v always biased, o never; Llama and Qwen3: all four as attention_bias says;
+            # Mistral: none
+            qkv_bias=model_type == "qwen2" or (model_type in ("llama", "qwen3") and attention_bias),
+            o_bias=model_type in ("llama", "qwen3") and attention_bias,
             mlp_bias=bool(getattr(config, "mlp_bias", False)),
+            qk_norm=model_type == "qwen3",
+            sliding_window=sliding_window(config),
             tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
         )
 
 
-def rope_theta(config: Any) -> float:
-    """The RoPE base of a config whose rope type is the default one; other rope types are an error.
+def rope_tables(config: Any, head_dim: int) -> tuple[Tensor, float]:
+    """(inverse frequencies [head_dim / 2] in fp32, the cos/sin scaling) of a config's RoPE, as
+    transformers computes them; a rope type whose tables change with the sequence length is an error.
 
-    transformers 5 keeps both in `config.rope_parameters`; older versions use `rope_theta` and
-    `rope_scaling`."""
+    transformers 5 keeps the type and base in `config.rope_parameters`; older versions use `rope_theta`
+    and `rope_scaling`."""
     params = getattr(config, "rope_parameters", None) or {}
     scaling = getattr(config, "rope_scaling", None) or {}
     rope_type = params.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
-    if rope_type != "default":
+    if rope_type not in ROPE_TYPES:
         raise ValueError(
-            f"native engine: rope type {rope_type!r} is not implemented (only the default RoPE); "
+            f"native engine: rope type {rope_type!r} is not implemented (only {ROPE_TYPES}); "
             "use rollout.engine=transformers for this model"
         )
+    if rope_type != "default":
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+        inv_freq, attention_scaling = ROPE_INIT_FUNCTIONS[rope_type](config, torch.device("cpu"))
+        return inv_freq.float(), float(attention_scaling)
     theta = params.get("rope_theta", getattr(config, "rope_theta", None))
     if theta is None:
         raise ValueError("native engine: the config has no rope_theta")
-    return float(theta)
+    return default_inv_freq(float(theta), head_dim), 1.0
+
+
+def default_inv_freq(theta: float, head_dim: int) -> Tensor:
+    """The original RoPE's inverse frequencies [head_dim / 2], fp32."""
+    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+
+
+def sliding_window(config: Any) -> int | None:
+    """The window of the config's sliding-attention layers, or None when no layer slides. Qwen2/Qwen3
+    slide only with use_sliding_window (and then only the layers layer_types marks); Mistral's window
+    applies to every layer whenever it is set."""
+    window = getattr(config, "sliding_window", None)
+    if not window:
+        return None
+    if config.model_type in ("qwen2", "qwen3"):
+        if not getattr(config, "use_sliding_window", False):
+            return None
+        layer_types = getattr(config, "layer_types", None) or ["sliding_attention"]
+        if "sliding_attention" not in layer_types:
+            return None
+    return int(window)
 
 
 # ---- the fused ops: torch references and the dispatch to the Triton kernels ------------------------
@@ -226,18 +267,44 @@ class Rotary(nn.Module):
     """cos/sin tables [max_len, D], computed and kept in fp32 (as transformers does); rope_and_store_kv
     uses them."""
 
-    def __init__(self, head_dim: int, theta: float, max_len: int) -> None:
+    def __init__(self, inv_freq: tuple[float, ...], attention_scaling: float, max_len: int) -> None:
         super().__init__()
-        self.head_dim, self.theta, self.max_len = head_dim, theta, max_len
+        self.inv_freq, self.attention_scaling, self.max_len = inv_freq, attention_scaling, max_len
+        head_dim = 2 * len(inv_freq)
         self.register_buffer("cos", torch.empty(max_len, head_dim), persistent=False)
         self.register_buffer("sin", torch.empty(max_len, head_dim), persistent=False)
 
     def init_tables(self, device: torch.device | str) -> None:
-        d = self.head_dim
-        inv_freq = 1.0 / (self.theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+        inv_freq = torch.tensor(self.inv_freq, dtype=torch.float32)
         freqs = torch.outer(torch.arange(self.max_len, dtype=torch.float32), inv_freq)
         emb = torch.cat((freqs, freqs), dim=-1)
-        self.cos, self.sin = emb.cos().to(device), emb.sin().to(device)
+        cos, sin = emb.cos() * self.attention_scaling, emb.sin() * self.attention_scaling
+        self.cos, self.sin = cos.to(device), sin.to(device)
+
+
+class QKNorm(nn.Module):
+    """Qwen3's RMSNorm over each head of q and of k (their own weights, [D] each), before RoPE: on the
+    fused qkv [T, (Hq + 2 Hkv) * D], the q and k heads normed in one call (the two weights side by
+    side, one row per head), v as it was."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__()
+        self.q_weight = nn.Parameter(torch.empty(spec.head_dim))
+        self.k_weight = nn.Parameter(torch.empty(spec.head_dim))
+        self.num_heads, self.num_kv_heads, self.head_dim = spec.num_heads, spec.num_kv_heads, spec.head_dim
+        self.eps = spec.rms_norm_eps
+
+    def forward(self, qkv: Tensor) -> Tensor:
+        qk_size = (self.num_heads + self.num_kv_heads) * self.head_dim
+        heads = qkv[:, :qk_size].reshape(-1, self.num_heads + self.num_kv_heads, self.head_dim)
+        weight = torch.cat(
+            (
+                self.q_weight.expand(self.num_heads, self.head_dim),
+                self.k_weight.expand(self.num_kv_heads, self.head_dim),
+            )
+        )
+        normed = add_rms_norm_torch(heads, None, weight, self.eps)[0]
+        return torch.cat((normed.flatten(1), qkv[:, qk_size:]), dim=-1)
 
 
 class Attention(nn.Module):
@@ -249,13 +316,17 @@ class Attention(nn.Module):
         self.qkv_proj = nn.Linear(spec.hidden_size, self.q_size + 2 * self.kv_size, bias=spec.qkv_bias)
         self.o_proj = nn.Linear(self.q_size, spec.hidden_size, bias=spec.o_bias)
         self.scale = spec.head_dim**-0.5
+        self.qk_norm = QKNorm(spec) if spec.qk_norm else None
         self.k_cache: Tensor | None = None  # [num_blocks, block_size, Hkv, D], set by the engine
         self.v_cache: Tensor | None = None
 
     def forward(self, x: Tensor, positions: Tensor, rotary: Rotary, meta: AttentionMetadata) -> Tensor:
         assert self.k_cache is not None and self.v_cache is not None, "no KV cache: call resume_memory()"
+        qkv = self.qkv_proj(x)
+        if self.qk_norm is not None:
+            qkv = self.qk_norm(qkv)
         q = rope_and_store_kv(
-            self.qkv_proj(x),
+            qkv,
             positions,
             rotary.cos,
             rotary.sin,
@@ -308,7 +379,9 @@ class NativeCausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(spec) for _ in range(spec.num_layers))
         self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
-        self.rotary = Rotary(spec.head_dim, spec.rope_theta, max_len or spec.max_position_embeddings)
+        self.rotary = Rotary(
+            spec.rope_inv_freq, spec.rope_attention_scaling, max_len or spec.max_position_embeddings
+        )
         self._dropped_shapes: dict[str, torch.Size] = {}  # what drop_weights freed, to allocate again
         if spec.tie_word_embeddings:
             self.lm_head_weight = self.embed_tokens.weight
@@ -321,6 +394,14 @@ class NativeCausalLM(nn.Module):
     ) -> NativeCausalLM:
         """An uninitialised model on `device` in `dtype` (no CPU copy, no random init)."""
         spec = ModelSpec.from_hf(config)
+        longest = max_len or spec.max_position_embeddings
+        if spec.sliding_window is not None and spec.sliding_window < longest:
+            raise ValueError(
+                f"native engine: the model's sliding_window {spec.sliding_window} is shorter than the "
+                f"longest sequence ({longest}): sliding-window attention is not implemented; set "
+                f"rollout.max_model_len <= {spec.sliding_window} (then the window changes nothing) or use "
+                "rollout.engine=transformers"
+            )
         with torch.device("meta"):
             model = cls(spec, max_len).to(dtype)
         model.to_empty(device=device)
@@ -358,6 +439,9 @@ class NativeCausalLM(nn.Module):
                 fused = getattr(attn.qkv_proj, kind)
                 for name, (a, b) in zip("qkv", [(0, q), (q, q + kv), (q + kv, q + 2 * kv)], strict=True):
                     t[p + f"self_attn.{name}_proj.{kind}"] = fused[a:b]
+            if attn.qk_norm is not None:
+                t[p + "self_attn.q_norm.weight"] = attn.qk_norm.q_weight
+                t[p + "self_attn.k_norm.weight"] = attn.qk_norm.k_weight
             t[p + "self_attn.o_proj.weight"] = attn.o_proj.weight
             if spec.o_bias:
                 t[p + "self_attn.o_proj.bias"] = attn.o_proj.bias
@@ -413,4 +497,4 @@ class NativeCausalLM(nn.Module):
             targets[name].copy_(value)
 
 
-__all__ = ["ModelSpec", "NativeCausalLM", "rope_theta"]
+__all__ = ["ModelSpec", "NativeCausalLM", "default_inv_freq", "rope_tables", "sliding_window"]
