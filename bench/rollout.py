@@ -7,6 +7,7 @@ One H200:   python bench/rollout.py --model 1.5b --engines native     (about 40 
                                         (both engines, same workload: ~2 min; at the 4096 cap
                                          transformers' batch runs for many minutes)
             python bench/rollout.py --model 7b --engines native
+            python bench/rollout.py --model qwen3-0.6b --engines native   (Qwen3: q/k norms, head_dim 128)
             python bench/rollout.py --model 1.5b --max-new-tokens 8192 --engines native
 Kernel:     python bench/rollout.py --kernel                          (decode attention bandwidth sweep)
             python bench/rollout.py --shared-prefix-kernel            (a GRPO batch: prompt pages per group)
@@ -62,7 +63,12 @@ from codefu.rollout.actor import build_engine  # noqa: E402
 from codefu.rollout.engine import EngineConfig  # noqa: E402
 from codefu.rollout.types import Completion, SamplingParams  # noqa: E402
 
-ARCHS = {"1.5b": "qwen2.5-1.5b", "7b": "qwen2.5-7b"}
+ARCHS = {
+    "1.5b": "qwen2.5-1.5b",
+    "7b": "qwen2.5-7b",
+    "qwen3-0.6b": "qwen3-0.6b",
+    "qwen3-8b": "qwen3-8b",
+}
 #: --smoke: a 2-layer Qwen2 (vocab above the tiny tokenizer's 128 ids, so decoding unknown ids is covered)
 SMOKE_ARCH = dict(
     model_type="qwen2",
@@ -118,21 +124,26 @@ def stop_token_count(vocab: int, cap: int, mean_frac: float) -> int:
     return max(1, round(lo * vocab))
 
 
+def head_dim(cfg: dict[str, Any]) -> int:
+    return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+
+
 def weight_bytes_per_step(cfg: dict[str, Any], dtype_bytes: int = 2) -> int:
     """Bytes of parameters one decode step reads: decoder layers, final norm, lm_head (input embedding
-    rows are gathered, not read in full). Qwen2 has q/k/v biases."""
+    rows are gathered, not read in full). Qwen2 has q/k/v biases; Qwen3 per-head q/k norm weights."""
     h, inter, layers = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
-    d = h // cfg["num_attention_heads"]
+    d = head_dim(cfg)
     q, kv = cfg["num_attention_heads"] * d, cfg["num_key_value_heads"] * d
-    attn = h * q + 2 * h * kv + q * h + (q + 2 * kv)
+    attn = h * q + 2 * h * kv + q * h
+    attn += (q + 2 * kv) if cfg["model_type"] == "qwen2" else 0
+    attn += 2 * d if cfg["model_type"] == "qwen3" else 0
     per_layer = attn + 3 * h * inter + 2 * h
     return (layers * per_layer + h + cfg["vocab_size"] * h) * dtype_bytes
 
 
 def kv_bytes_per_token(cfg: dict[str, Any], dtype_bytes: int = 2) -> int:
     """K and V of one token in every layer."""
-    d = cfg["hidden_size"] // cfg["num_attention_heads"]
-    return cfg["num_hidden_layers"] * 2 * cfg["num_key_value_heads"] * d * dtype_bytes
+    return cfg["num_hidden_layers"] * 2 * cfg["num_key_value_heads"] * head_dim(cfg) * dtype_bytes
 
 
 def roofline(stats: dict[str, float], cfg: dict[str, Any], bandwidth: float, dtype_bytes: int = 2) -> dict:

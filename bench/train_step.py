@@ -52,6 +52,17 @@ _QWEN2 = dict(
     use_sliding_window=False,
     attention_dropout=0.0,
 )
+_QWEN3 = dict(
+    model_type="qwen3",
+    hidden_act="silu",
+    head_dim=128,
+    rms_norm_eps=1e-6,
+    rope_theta=1_000_000.0,
+    max_position_embeddings=40960,
+    attention_bias=False,
+    use_sliding_window=False,
+    attention_dropout=0.0,
+)
 MODELS = {
     "qwen2.5-1.5b": _QWEN2
     | dict(
@@ -71,6 +82,28 @@ MODELS = {
         num_hidden_layers=28,
         num_attention_heads=28,
         num_key_value_heads=4,
+        tie_word_embeddings=False,
+    ),
+    # From the public Qwen3 config.json files (Qwen/Qwen3-0.6B, Qwen/Qwen3-8B): per-head q/k norms, no
+    # biases, head_dim 128 whatever the hidden size
+    "qwen3-0.6b": _QWEN3
+    | dict(
+        vocab_size=151936,
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        tie_word_embeddings=True,
+    ),
+    "qwen3-8b": _QWEN3
+    | dict(
+        vocab_size=151936,
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
         tie_word_embeddings=False,
     ),
     # the embedded CPU default's architecture (HuggingFaceTB/SmolLM2-135M-Instruct's config.json)

@@ -40,6 +40,7 @@ MODELS = {
     "smollm2-135m": (576, 1536, 9, 3, 64),
     "qwen2.5-1.5b": (1536, 8960, 12, 2, 128),
     "qwen2.5-7b": (3584, 18944, 28, 4, 128),
+    "qwen3-8b": (4096, 12288, 32, 8, 128),
 }
 DTYPES = pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 BLOCK = 16
