@@ -1,7 +1,7 @@
 """The native engine on CUDA (Triton kernels, CUDA graphs) for each model family beyond Llama/Qwen2:
 Qwen3, Mistral, Llama 3.x RoPE scaling, yarn. fp32: greedy token-identical to transformers and sampled
-log-probs equal to a forward pass; bf16: sampled log-probs within bf16 noise of transformers' bf16
-forward (the numbers are printed: `pytest -s`).
+log-probs equal to a forward pass; bf16: sampled log-probs as close to the exact ones as transformers'
+bf16 forward is (the numbers are printed: `pytest -s`).
 
     pytest tests/gpu/test_native_families_gpu.py -v -s      (on the GPU machine; skipped without CUDA)
 """
@@ -89,17 +89,20 @@ def test_fp32_greedy_and_sampled_logprobs_equal_transformers(name):
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
-def test_bf16_sampled_logprobs_are_within_bf16_noise_of_transformers(name):
-    """bf16 rounds differently in the fused kernels than in transformers' separate ops; the difference is
-    noise of a few hundredths per token on average, where a wrong op (a missing norm, wrong RoPE tables)
-    is wrong by whole nats (the fp32 test above pins exactness)."""
+def test_bf16_sampled_logprobs_are_as_close_to_exact_as_transformers_bf16(name):
+    """bf16 rounds differently in the fused kernels than in transformers' separate ops, so neither equals
+    the other; both are held to the exact answer instead: the same (bf16-rounded) weights in fp32. The
+    engine's distance from it must be of the size of transformers' bf16 distance from it (a wrong op, a
+    missing norm or wrong RoPE tables, is off by far more; the fp32 test above pins exactness)."""
     hf = model(name, torch.bfloat16)
+    exact = model(name, torch.bfloat16).float()
     engine = make_engine(hf, "bfloat16")
     out = engine.generate(PROMPTS, SamplingParams(n=2, temperature=1.0, max_new_tokens=48, seed=2))
-    diffs = torch.cat(
-        [(torch.tensor(c.logprobs) - forward_logprobs(hf, c.prompt_ids, c.token_ids, 1.0)).abs() for c in out]
-    )
-    print(
-        f"{name} bf16: mean |engine - forward| {diffs.mean():.4f}, max {diffs.max():.4f} ({len(diffs)} tokens)"
-    )
-    assert diffs.mean() < 0.05 and diffs.max() < 1.0, (float(diffs.mean()), float(diffs.max()))
+    ours, theirs = [], []
+    for c in out:
+        truth = forward_logprobs(exact, c.prompt_ids, c.token_ids, 1.0)
+        ours.append((torch.tensor(c.logprobs) - truth).abs())
+        theirs.append((forward_logprobs(hf, c.prompt_ids, c.token_ids, 1.0) - truth).abs())
+    ours_mean, theirs_mean = float(torch.cat(ours).mean()), float(torch.cat(theirs).mean())
+    print(f"{name} bf16: mean |log-prob - exact| engine {ours_mean:.4f}, transformers {theirs_mean:.4f}")
+    assert ours_mean < 2 * theirs_mean + 0.01, (ours_mean, theirs_mean)
