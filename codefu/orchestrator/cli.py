@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if (run_dir / "config.yaml").exists():
             raise CodefuError(f"{run_dir} already holds a run: use --resume {run_dir} or another --run-dir")
     cfg = resolve_model(cfg)
+    cfg, engine_why = resolve_engine(cfg)
     train_problems, val_problems = load_splits(cfg)
     from codefu.orchestrator.roles import run_layout
     from codefu.orchestrator.scoring import JudgeScorer
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     start_run_log(run_dir, verbose=args.verbose)
     text = dump_yaml(cfg)
     (run_dir / "config.yaml").write_text(text)
-    print(config_summary(cfg, run_dir))
+    print(config_summary(cfg, run_dir, engine_why))
 
     import ray
 
@@ -127,9 +128,10 @@ def check_resumable(run_dir: Path) -> None:
         )
 
 
-def config_summary(cfg: RunConfig, run_dir: Path) -> str:
-    """What a person reads at the start of a run: where it goes, the scale, and every key that differs from
-    the code's defaults (the whole config is in RUN_DIR/config.yaml)."""
+def config_summary(cfg: RunConfig, run_dir: Path, engine_why: str = "rollout.engine") -> str:
+    """What a person reads at the start of a run: where it goes, the scale, which rollout engine and why
+    (`resolve_engine`), and every key that differs from the code's defaults (the whole config is in
+    RUN_DIR/config.yaml)."""
     r, d, lp = cfg.rollout, cfg.data, cfg.loop
     lines = [
         f"codefu train -> {run_dir} (full config: {run_dir / 'config.yaml'})",
@@ -137,6 +139,8 @@ def config_summary(cfg: RunConfig, run_dir: Path) -> str:
         f"  {lp.steps} steps x {d.prompts_per_step} prompts x {r.n} samples of {describe_train(d.train)}, "
         f"{r.engine} engine on {r.device}, judge: {cfg.judge.sandbox.kind}",
     ]
+    if engine_why != "rollout.engine":
+        lines.append(f"  rollout engine: {r.engine} ({engine_why})")
     defaults = flatten_config(to_dict(RunConfig()))
     changed = {
         k: v for k, v in flatten_config(to_dict(cfg)).items() if defaults.get(k) != v and k != "trainer.model"
@@ -145,6 +149,19 @@ def config_summary(cfg: RunConfig, run_dir: Path) -> str:
         text = ", ".join(f"{k}={v}" for k, v in changed.items())
         lines.append(textwrap.fill(text, 108, initial_indent="  set: ", subsequent_indent="       "))
     return "\n".join(lines)
+
+
+def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
+    """(cfg with rollout.engine no longer "auto", why that engine): the choice is made once, here, and
+    written to RUN_DIR/config.yaml, so a resumed run keeps its engine whatever was installed since."""
+    from codefu.rollout.engine import choose_engine
+
+    try:
+        engine, why = choose_engine(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
+    except (OSError, ValueError) as e:
+        model = cfg.trainer.model
+        raise CodefuError(f"rollout.engine auto: cannot read the config of {model}: {e}") from None
+    return replace(cfg, rollout=replace(cfg.rollout, engine=engine)), why
 
 
 def resolve_model(cfg: RunConfig) -> RunConfig:

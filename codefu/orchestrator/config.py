@@ -16,7 +16,7 @@ from codefu.judge.judge import JudgeConfig
 from codefu.judge.rewards import REWARDS
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.layout import ResourcesConfig
-from codefu.rollout.engine import EngineSettings
+from codefu.rollout.engine import ENGINES, EngineSettings
 from codefu.trainer.config import TrainerConfig
 
 
@@ -240,6 +240,7 @@ def check_run_config(cfg: RunConfig) -> None:
         ("rollout.top_k", r.top_k >= 0, ">= 0 (0: off)"),
         ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),
         ("rollout.batch_size", r.batch_size >= 1, ">= 1"),
+        ("rollout.engine", r.engine in ENGINES, "one of " + ", ".join(ENGINES)),
         ("rollout.turns", r.turns >= 1, ">= 1"),
         (
             "rollout.max_episode_tokens",

@@ -15,10 +15,12 @@ returning any `RolloutEngine` (it is pickled to the actor: keep it importable fr
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import ray
@@ -26,24 +28,33 @@ import torch
 from torch import Tensor
 
 from codefu.models.weights import SharedWeights
-from codefu.rollout.engine import EngineConfig, RolloutEngine
+from codefu.rollout.engine import ENGINES, EngineConfig, RolloutEngine, choose_engine
 from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.native import NativeEngine
 from codefu.rollout.types import Completion, SamplingParams
 
 EngineSpec = EngineConfig | Callable[[], RolloutEngine]
+log = logging.getLogger(__name__)
 
 
 def build_engine(engine: EngineSpec) -> RolloutEngine:
     """The engine an `EngineConfig` names (`engine.engine`: "transformers" | "native"), or callable()."""
     if not isinstance(engine, EngineConfig):
         return engine()
+    if engine.engine == "auto":
+        chosen, why = choose_engine(engine, engine.model, engine.gguf_file)
+        log.info("rollout engine: %s (%s)", chosen, why)
+        engine = replace(engine, engine=chosen)
     if engine.engine == "transformers":
         return TransformersEngine.from_config(engine)
     if engine.engine == "native":
         return NativeEngine.from_config(engine)
-    raise ValueError(f"unknown rollout engine {engine.engine!r}: expected 'transformers' or 'native'")
+    if engine.engine == "vllm":
+        from codefu.rollout.vllm_engine import VllmEngine
+
+        return VllmEngine.from_config(engine)
+    raise ValueError(f"unknown rollout engine {engine.engine!r}: expected one of {', '.join(ENGINES)}")
 
 
 class RolloutWorker:

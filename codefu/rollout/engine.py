@@ -50,7 +50,10 @@ class EngineSettings:
     batch_size: int = 16
     """transformers: sequences per `generate` call (prompts x samples cut into batches)."""
     engine: str = "transformers"
-    """"transformers" (HF generate) or "native" (paged KV cache, continuous batching, CUDA graphs)."""
+    """"transformers" (HF generate), "native" (paged KV cache, continuous batching, CUDA graphs), "vllm"
+    (vLLM, an optional install: docs/rollout.md) or "auto": native where it serves the model's
+    architecture, else vLLM where installed, else transformers (`choose_engine`; the run says which and
+    why)."""
     block_size: int = 16
     """native: tokens per KV-cache block."""
     gpu_memory_fraction: float = 0.85
@@ -75,6 +78,37 @@ class EngineSettings:
     """native: keep the KV blocks of finished sequences until their memory is needed, and start a later
     prompt that begins with the same tokens after them (a self-repair turn after the conversation so far);
     dropped when new weights arrive."""
+
+
+ENGINES = ("auto", "native", "vllm", "transformers")
+
+
+def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = None) -> tuple[str, str]:
+    """(engine, why) for `settings.engine`: itself unless "auto"; then native where its model code serves
+    the model's architecture (`codefu.rollout.native.model.check_supported`), else vLLM where it is
+    installed, else transformers."""
+    if settings.engine != "auto":
+        return settings.engine, "rollout.engine"
+    from transformers import AutoConfig
+
+    from codefu.models import resolve_source
+    from codefu.rollout.native.engine import DEFAULT_MAX_MODEL_LEN
+    from codefu.rollout.native.model import check_supported
+    from codefu.rollout.vllm_engine import vllm_problem
+
+    source, gguf = resolve_source(model, gguf_file)
+    config = AutoConfig.from_pretrained(source, **({"gguf_file": gguf} if gguf else {}))
+    longest = settings.max_model_len or min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
+    try:
+        check_supported(config, longest)
+    except ValueError as e:
+        native_no = str(e).removeprefix("native engine: ")
+    else:
+        return "native", f"auto: the native engine serves model_type {config.model_type!r}"
+    problem = vllm_problem()
+    if problem is None:
+        return "vllm", f"auto: not the native engine ({native_no}); vLLM is installed"
+    return "transformers", f"auto: not the native engine ({native_no}), not vLLM ({problem})"
 
 
 @dataclass

@@ -302,8 +302,9 @@ def test_build_engine_dispatches_on_the_kind(tmp_path):
     assert isinstance(engine, NativeEngine)
     out = engine.generate([PROMPTS[0]], SamplingParams(temperature=0.0, max_new_tokens=5))
     assert out[0].token_ids == hf_greedy(hf, PROMPTS[0], 5)
-    with pytest.raises(ValueError, match="unknown rollout engine 'vllm'"):
-        build_engine(EngineConfig(model=str(tmp_path), engine="vllm"))
+    with pytest.raises(ValueError, match="unknown rollout engine 'vlm': expected one of auto, native, vllm"):
+        build_engine(EngineConfig(model=str(tmp_path), engine="vlm"))
+    assert isinstance(build_engine(EngineConfig(model=str(tmp_path), engine="auto")), NativeEngine)
 
 
 class EagerGraphs(DecodeGraphs):

@@ -79,6 +79,7 @@ def test_bad_override_and_existing_run_dir(tmp_path):
         ("critic.lr=0", "critic.lr"),
         ("critic.value_clip=-1", "critic.value_clip"),
         ("critic.pretrain_steps=-1", "critic.pretrain_steps"),
+        ("rollout.engine=vlm", "rollout.engine"),
     ],
 )
 def test_out_of_range_values_are_refused_naming_the_key(override, key):

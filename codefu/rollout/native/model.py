@@ -102,6 +102,20 @@ class ModelSpec:
         )
 
 
+def check_supported(config: Any, max_len: int) -> ModelSpec:
+    """The spec of a model the native engine serves with sequences up to `max_len` tokens, or a ValueError
+    that says why it cannot."""
+    spec = ModelSpec.from_hf(config)
+    if spec.sliding_window is not None and spec.sliding_window < max_len:
+        raise ValueError(
+            f"native engine: the model's sliding_window {spec.sliding_window} is shorter than the "
+            f"longest sequence ({max_len}): sliding-window attention is not implemented; set "
+            f"rollout.max_model_len <= {spec.sliding_window} (then the window changes nothing) or use "
+            "rollout.engine=transformers"
+        )
+    return spec
+
+
 def rope_tables(config: Any, head_dim: int) -> tuple[Tensor, float]:
     """(inverse frequencies [head_dim / 2] in fp32, the cos/sin scaling) of a config's RoPE, as
     transformers computes them; a rope type whose tables change with the sequence length is an error.
@@ -393,15 +407,7 @@ class NativeCausalLM(nn.Module):
         cls, config: Any, dtype: torch.dtype, device: torch.device | str, max_len: int | None = None
     ) -> NativeCausalLM:
         """An uninitialised model on `device` in `dtype` (no CPU copy, no random init)."""
-        spec = ModelSpec.from_hf(config)
-        longest = max_len or spec.max_position_embeddings
-        if spec.sliding_window is not None and spec.sliding_window < longest:
-            raise ValueError(
-                f"native engine: the model's sliding_window {spec.sliding_window} is shorter than the "
-                f"longest sequence ({longest}): sliding-window attention is not implemented; set "
-                f"rollout.max_model_len <= {spec.sliding_window} (then the window changes nothing) or use "
-                "rollout.engine=transformers"
-            )
+        spec = check_supported(config, max_len or config.max_position_embeddings)
         with torch.device("meta"):
             model = cls(spec, max_len).to(dtype)
         model.to_empty(device=device)
@@ -497,4 +503,11 @@ class NativeCausalLM(nn.Module):
             targets[name].copy_(value)
 
 
-__all__ = ["ModelSpec", "NativeCausalLM", "default_inv_freq", "rope_tables", "sliding_window"]
+__all__ = [
+    "ModelSpec",
+    "NativeCausalLM",
+    "check_supported",
+    "default_inv_freq",
+    "rope_tables",
+    "sliding_window",
+]
