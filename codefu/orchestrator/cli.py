@@ -161,6 +161,11 @@ def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
     except (OSError, ValueError) as e:
         model = cfg.trainer.model
         raise CodefuError(f"rollout.engine auto: cannot read the config of {model}: {e}") from None
+    if engine == "vllm":
+        from codefu.rollout.vllm_engine import vllm_problem
+
+        if problem := vllm_problem(cfg.rollout.vllm_python):
+            raise CodefuError(f"rollout.engine vllm: {problem}")
     return replace(cfg, rollout=replace(cfg.rollout, engine=engine)), why
 
 

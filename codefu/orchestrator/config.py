@@ -241,6 +241,9 @@ def check_run_config(cfg: RunConfig) -> None:
         ("rollout.max_new_tokens", r.max_new_tokens >= 1, ">= 1"),
         ("rollout.batch_size", r.batch_size >= 1, ">= 1"),
         ("rollout.engine", r.engine in ENGINES, "one of " + ", ".join(ENGINES)),
+        # vLLM renormalises log-probs over what top-k / top-p keep (codefu.rollout.vllm_engine)
+        ("rollout.top_p", r.engine != "vllm" or r.top_p == 1.0, "1.0 with rollout.engine vllm"),
+        ("rollout.top_k", r.engine != "vllm" or r.top_k == 0, "0 with rollout.engine vllm"),
         ("rollout.turns", r.turns >= 1, ">= 1"),
         (
             "rollout.max_episode_tokens",

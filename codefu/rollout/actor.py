@@ -208,5 +208,9 @@ RolloutActor = ray.remote(concurrency_groups={"follow_ups": 1, "weights": 1})(Ro
 
 
 def make_rollout_actor(engine: EngineSpec, num_cpus: float = 1, num_gpus: float = 0, **options: Any) -> Any:
-    """Start one rollout actor (extra `options` go to `.options()`, e.g. a placement group strategy)."""
+    """Start one rollout actor (extra `options` go to `.options()`, e.g. a placement group strategy). A
+    vLLM engine with a Python of its own (`vllm_python`) runs in that interpreter."""
+    if isinstance(engine, EngineConfig) and engine.engine == "vllm" and engine.vllm_python:
+        runtime_env = dict(options.pop("runtime_env", None) or {})
+        options["runtime_env"] = runtime_env | {"py_executable": engine.vllm_python}
     return RolloutActor.options(num_cpus=num_cpus, num_gpus=num_gpus, **options).remote(engine)

