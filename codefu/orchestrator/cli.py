@@ -153,7 +153,9 @@ def config_summary(cfg: RunConfig, run_dir: Path, engine_why: str = "rollout.eng
 
 def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
     """(cfg with rollout.engine no longer "auto", why that engine): the choice is made once, here, and
-    written to RUN_DIR/config.yaml, so a resumed run keeps its engine whatever was installed since."""
+    written to RUN_DIR/config.yaml, so a resumed run keeps its engine whatever was installed since; for
+    vLLM, with the Python that runs it (rollout.vllm_python, `vllm_python_for`), refused here, before
+    anything starts, where vLLM cannot run."""
     from codefu.rollout.engine import choose_engine
 
     try:
@@ -161,12 +163,14 @@ def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
     except (OSError, ValueError) as e:
         model = cfg.trainer.model
         raise CodefuError(f"rollout.engine auto: cannot read the config of {model}: {e}") from None
+    rollout = replace(cfg.rollout, engine=engine)
     if engine == "vllm":
-        from codefu.rollout.vllm_engine import vllm_problem
+        from codefu.rollout.vllm_engine import vllm_problem, vllm_python_for
 
-        if problem := vllm_problem(cfg.rollout.vllm_python):
+        rollout.vllm_python = vllm_python_for(cfg.rollout.vllm_python)
+        if problem := vllm_problem(rollout.vllm_python):
             raise CodefuError(f"rollout.engine vllm: {problem}")
-    return replace(cfg, rollout=replace(cfg.rollout, engine=engine)), why
+    return replace(cfg, rollout=rollout), why
 
 
 def resolve_model(cfg: RunConfig) -> RunConfig:

