@@ -122,6 +122,7 @@ class VllmEngine:
         # the EOS ids the other engines stop at (vLLM alone stops at the tokenizer's)
         hf_config = llm.llm_engine.model_config.hf_config
         self.eos_ids = eos_ids(generation_config, hf_config, self.tokenizer)
+        self.tied = bool(getattr(hf_config, "tie_word_embeddings", False))
         self.sleeping = False
 
     @classmethod
@@ -199,6 +200,9 @@ class VllmEngine:
         """The trainer's full state dict (HF names) into vLLM's model in place, through its worker; the
         prefix cache holds K/V of the old weights: dropped."""
         self._wake()
+        if self.tied and "lm_head.weight" not in state and "model.embed_tokens.weight" in state:
+            # vLLM's CPU build keeps lm_head apart from the embeddings it was tied to: send it too
+            state = state | {"lm_head.weight": state["model.embed_tokens.weight"]}
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": list(state.items())})
         self.llm.reset_prefix_cache()
 

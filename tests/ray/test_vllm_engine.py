@@ -99,7 +99,10 @@ def test_weight_sync_in_place_keeps_the_logprobs_the_trainers(served):
     sampling = SamplingParams(n=2, temperature=1.0, max_new_tokens=12, seed=4)
     for version, seed in enumerate([1, 2, 3, 4, 0], start=1):
         new = model(kind, seed=seed)
-        ray.get(actor.load_weights.remote(new.state_dict(), version))
+        state = new.state_dict()
+        if new.config.tie_word_embeddings and version % 2:
+            del state["lm_head.weight"]  # a tied model's export holds the embeddings once: both must do
+        ray.get(actor.load_weights.remote(state, version))
         out = ray.get(actor.generate.remote(PROMPTS, sampling))
         assert worst_logprob_gap(new, out, 1.0) < 1e-4, version
         assert {c.policy_version for c in out} == {version}
