@@ -57,6 +57,7 @@ def run_mode(mode: str, args: argparse.Namespace, root: Path) -> dict:
         "wait_samples_s": [round(r.get("timing/wait_samples_s", 0.0), 2) for r in rows],
         "train_s": [round(r.get("timing/train_s", 0.0), 2) for r in rows],
         "generate_s": [round(r.get("timing/generate_s", 0.0), 2) for r in rows],
+        "generated_tokens_per_s": [round(r.get("rollout/tokens_per_s", 0.0), 1) for r in rows],
         "staleness_mean": [r.get("async/staleness_mean") for r in rows],
         "reward_mean": [r.get("reward/mean") for r in rows],
     }

@@ -244,6 +244,7 @@ def check_run_config(cfg: RunConfig) -> None:
         # vLLM renormalises log-probs over what top-k / top-p keep (codefu.rollout.vllm_engine)
         ("rollout.top_p", r.engine != "vllm" or r.top_p == 1.0, "1.0 with rollout.engine vllm"),
         ("rollout.top_k", r.engine != "vllm" or r.top_k == 0, "0 with rollout.engine vllm"),
+        ("rollout.temperature", r.engine != "vllm" or r.temperature <= 2, "<= 2 with rollout.engine vllm"),
         ("rollout.turns", r.turns >= 1, ">= 1"),
         (
             "rollout.max_episode_tokens",

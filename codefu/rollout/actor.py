@@ -18,6 +18,7 @@ import inspect
 import logging
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
@@ -33,6 +34,7 @@ from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.native import NativeEngine
 from codefu.rollout.types import Completion, SamplingParams
+from codefu.rollout.vllm_engine import VllmEngine, vllm_importable
 
 EngineSpec = EngineConfig | Callable[[], RolloutEngine]
 log = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ def build_engine(engine: EngineSpec) -> RolloutEngine:
         return engine()
     if engine.engine == "auto":
         chosen, why = choose_engine(engine, engine.model, engine.gguf_file)
+        if chosen == "vllm" and not vllm_importable():  # an environment of its own: not this process
+            chosen, why = "transformers", f"{why}, but not in this Python ({sys.executable})"
         log.info("rollout engine: %s (%s)", chosen, why)
         engine = replace(engine, engine=chosen)
     if engine.engine == "transformers":
@@ -51,8 +55,6 @@ def build_engine(engine: EngineSpec) -> RolloutEngine:
     if engine.engine == "native":
         return NativeEngine.from_config(engine)
     if engine.engine == "vllm":
-        from codefu.rollout.vllm_engine import VllmEngine
-
         return VllmEngine.from_config(engine)
     raise ValueError(f"unknown rollout engine {engine.engine!r}: expected one of {', '.join(ENGINES)}")
 

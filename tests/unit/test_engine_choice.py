@@ -42,7 +42,9 @@ def test_otherwise_vllm_where_installed_else_transformers_saying_why(tmp_path, m
 
     gpt2 = tmp_path / "gpt2"
     GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=100)).save_pretrained(gpt2)
-    monkeypatch.setattr(vllm_engine.importlib.util, "find_spec", lambda name: None)
+    # no vLLM in this Python and no .venv-vllm beside it
+    monkeypatch.setattr(vllm_engine, "vllm_importable", lambda: False)
+    monkeypatch.setattr(vllm_engine, "SETUP_PYTHON", tmp_path / "no-venv" / "python")
     engine, why = choose_engine(EngineSettings(engine="auto"), str(gpt2))
     assert engine == "transformers"
     assert "model_type 'gpt2' is not supported" in why and "vLLM is not installed: pip install" in why
@@ -51,9 +53,12 @@ def test_otherwise_vllm_where_installed_else_transformers_saying_why(tmp_path, m
     engine, why = choose_engine(EngineSettings(engine="auto"), windowed)
     assert engine == "transformers" and "sliding_window 64" in why
     assert choose_engine(EngineSettings(engine="auto", max_model_len=64), windowed)[0] == "native"
-    monkeypatch.setattr(vllm_engine.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(vllm_engine, "vllm_importable", lambda: True)
     engine, why = choose_engine(EngineSettings(engine="auto"), str(gpt2))
     assert engine == "vllm" and why.endswith("vLLM is installed")
+    # but not with top-p / top-k on: vLLM's log-probs would not be the trainer's
+    engine, why = choose_engine(RolloutConfig(engine="auto", top_p=0.9), str(gpt2))
+    assert engine == "transformers" and "vLLM renormalises the log-probs" in why
 
 
 def test_the_run_resolves_auto_once_and_says_why(tmp_path):
