@@ -9,11 +9,8 @@ import torch
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.actor import build_engine
 from codefu.rollout.follow_ups import FollowUp, FollowUps
-from codefu.rollout.native.attention import AttentionMetadata
 from codefu.rollout.native.cuda_graphs import DecodeGraphs, batch_buckets
 from codefu.rollout.native.engine import PENDING
-from codefu.rollout.native.kv_cache import KVCache
-from codefu.rollout.native.model import NativeCausalLM
 from helpers.native_models import forward_logprobs, hf_greedy, tiny_hf
 from helpers.stops import pick_stops
 from helpers.threads import one_thread  # noqa: F401 (autouse: one intra-op thread)
@@ -42,20 +39,6 @@ def hf(request):
 @pytest.fixture(scope="module")
 def engine(hf):
     return make_engine(hf)
-
-
-def test_fused_model_logits_equal_transformers(hf):
-    model = NativeCausalLM.build(hf.config, torch.float32, "cpu", max_len=256)
-    model.load_weights(hf.state_dict())
-    cache = KVCache(2, 4, BLOCK, 2, 16, torch.float32, "cpu")
-    for i, layer in enumerate(model.layers):
-        layer.self_attn.k_cache, layer.self_attn.v_cache = cache.layer(i)
-    ids = torch.tensor(PROMPTS[2])
-    meta = AttentionMetadata(is_prefill=True, slot_mapping=torch.arange(len(ids)))
-    ours = model.logits(model(ids, torch.arange(len(ids)), meta))
-    with torch.no_grad():
-        ref = hf(input_ids=ids[None]).logits[0]
-    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=0)
 
 
 def test_greedy_is_token_identical_to_transformers_with_stops(hf, engine):

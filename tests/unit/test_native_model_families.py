@@ -1,7 +1,8 @@
 """The native engine's model against transformers' implementation of each family it serves, on tiny
 random configs in fp32 (CPU): Qwen3 (per-head q/k norms), Mistral, Llama 3.x RoPE scaling, and the other
-fixed-table RoPE types; prefill logits, greedy tokens and sampled log-probs; the limits as clear errors.
-(Llama and Qwen2 get the full engine suite in test_native_engine.py.)"""
+fixed-table RoPE types, and Llama and Qwen2 themselves; prefill logits, greedy tokens and sampled
+log-probs; the limits as clear errors. (Llama and Qwen2 get the full engine suite in
+test_native_engine.py.)"""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ PROMPTS = [[11, 12, 13], list(range(100, 140)), list(range(200, 221))]
 #: name -> (family, config overrides). Scaled RoPE types with a small original context, so the scaling
 #: touches the frequencies these short sequences use.
 VARIANTS = {
+    "llama": ("llama", {}),
+    "qwen2": ("qwen2", {}),
     "qwen3": ("qwen3", {}),
     "qwen3-attention-bias": ("qwen3", dict(attention_bias=True, tie_word_embeddings=False)),
     "mistral": ("mistral", {}),
