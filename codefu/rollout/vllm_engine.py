@@ -130,14 +130,15 @@ def hf_folder(config: EngineConfig) -> str:
     out = Path(os.environ.get("CODEFU_CACHE", Path.home() / ".cache" / "codefu")) / "vllm" / key
     if (out / "config.json").exists():
         return str(out)
-    from codefu.models import load_model
-    from codefu.trainer.checkpoint import export_hf
+    from codefu.models import load_model, write_hf_model
 
     log.info("vllm engine: dequantising %s to %s (once)", gguf_path, out)
     model, tokenizer = load_model(str(gguf_path), None, "float32")
     # a folder of this process's own, renamed into place: rollout actors that start together each
     # write a whole one, and the first rename wins
-    mine = export_hf(out.with_name(f"{out.name}.{os.getpid()}"), model.state_dict(), model.config, tokenizer)
+    mine = write_hf_model(
+        out.with_name(f"{out.name}.{os.getpid()}"), model.state_dict(), model.config, tokenizer
+    )
     try:
         mine.rename(out)
     except OSError:  # another actor's is there already

@@ -27,6 +27,8 @@ import torch.distributed.checkpoint as dcp
 from torch import Tensor, nn
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from codefu.models import write_hf_model
+
 STATE_FILE = "trainer_state.pt"
 FORMAT_VERSION = 1
 _STEP_DIR = re.compile(r"^step_(\d+)$")
@@ -152,47 +154,8 @@ EXPORT_MARKER = "codefu_export.json"  # in every HF export: what wrote it (and t
 
 
 def export_hf(path: str | Path, state_dict: dict[str, Tensor], hf_config: Any, tokenizer: Any = None) -> Path:
-    """Write an HF model directory (config.json, generation_config.json when known, model.safetensors,
-    tokenizer files) from a full state dict with HF names; atomic like checkpoints. Call on one rank.
-
-    Tied weights (tie_word_embeddings) are written once, as transformers does; the file is one
-    model.safetensors (transformers loads it whatever its size).
-    """
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    tied = bool(getattr(hf_config, "tie_word_embeddings", False))
-    tensors = {}
-    for k, v in state_dict.items():
-        if tied and k == "lm_head.weight":
-            continue
-        tensors[k] = v.detach().to("cpu").contiguous().clone()  # no shared storage (safetensors refuses it)
-    save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-    dtype = next(iter(tensors.values())).dtype if tensors else torch.float32
-    config_dict = hf_config.to_dict()
-    # a policy loaded from a GGUF keeps its quantization config, but the tensors written here are plain
-    # (dequantised): other loaders (vLLM) refuse a config that names a quantization the files lack
-    config_dict.pop("quantization_config", None)
-    config = hf_config.__class__.from_dict(config_dict)
-    config.dtype = dtype
-    config.use_cache = True  # the trainer turns the KV cache off; generation wants it
-    config.save_pretrained(tmp)
-    try:
-        from transformers import GenerationConfig
-
-        GenerationConfig.from_model_config(config).save_pretrained(tmp)
-    except (ValueError, TypeError):
-        pass  # optional: from_pretrained falls back to defaults
-    if tokenizer is not None:
-        tokenizer.save_pretrained(tmp)
-    (tmp / EXPORT_MARKER).write_text(json.dumps({"format_version": FORMAT_VERSION}) + "\n")
-    old = path.with_name(path.name + ".old")
-    if path.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        path.rename(old)
-    tmp.rename(path)
-    shutil.rmtree(old, ignore_errors=True)
-    return path
+    """Write an HF model directory (`codefu.models.write_hf_model`: config.json, generation_config.json
+    when known, model.safetensors, tokenizer files) with this format's marker; atomic like checkpoints.
+    Call on one rank."""
+    marker = {EXPORT_MARKER: json.dumps({"format_version": FORMAT_VERSION}) + "\n"}
+    return write_hf_model(path, state_dict, hf_config, tokenizer, extra_files=marker)

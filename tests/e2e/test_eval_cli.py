@@ -318,6 +318,10 @@ def test_eval_cli_with_the_native_engine_and_top_k(tmp_path, tiny_model_dir):
     assert result["sampling"]["top_k"] == 5
     bad = eval_cli("--model", str(tiny_model_dir), "--top-k", "-1")
     assert bad.returncode == 2 and "--top-k -1: must be >= 0" in bad.stderr
+    # vLLM lives in .venv-vllm, not in this Python: a clear error naming the install, no traceback
+    r = eval_cli("--model", str(model), "--max-problems", "1", "--engine", "vllm")
+    assert r.returncode == 2 and "--engine vllm: " in r.stderr and "vLLM is not installed" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_eval_rejects_unknown_problem_names(tmp_path):
