@@ -44,11 +44,12 @@ def test_two_steps_on_the_bundled_model_with_vllm(tmp_path):
     # the export loads in vLLM unchanged (and in transformers: tests/unit/test_trainer_gguf_smollm2.py)
     load = (
         "import os, sys; os.environ['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'; from vllm import LLM, SamplingParams; "
-        "llm = LLM(model=sys.argv[1], dtype='float32', max_model_len=256, enforce_eager=True); "
+        "llm = LLM(model=sys.argv[1], dtype='float32', max_model_len=256, enforce_eager=True, "
+        "kv_cache_memory_bytes=2**28); "
         "out = llm.generate(['def add(a, b):'], SamplingParams(max_tokens=4, temperature=0)); "
         "print('GENERATED', len(out[0].outputs[0].token_ids))"
     )
     r = subprocess.run(
         [vllm_python(), "-c", load, str(run_dir / "model")], capture_output=True, text=True, timeout=600
     )
-    assert r.returncode == 0 and "GENERATED 4" in r.stdout, r.stderr[-3000:]
+    assert r.returncode == 0 and "GENERATED 4" in r.stdout, r.stdout[-1000:] + r.stderr[-3000:]

@@ -39,7 +39,8 @@ def served(request, local_ray, tmp_path_factory):
     config = EngineConfig(
         model=str(folder), engine="vllm", vllm_python=vllm_python(), dtype="float32", max_model_len=512
     )
-    actor = make_rollout_actor(config, num_cpus=1)
+    # no CPU reserved: actors other tests of this Ray cluster left behind must not keep it from starting
+    actor = make_rollout_actor(config, num_cpus=0)
     assert ray.get(actor.ping.remote(), timeout=300)["engine"] == "VllmEngine"
     yield hf, actor
     ray.kill(actor)
