@@ -168,7 +168,8 @@ def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
         from codefu.rollout.vllm_engine import vllm_problem, vllm_python_for
 
         rollout.vllm_python = vllm_python_for(cfg.rollout.vllm_python)
-        if problem := vllm_problem(rollout.vllm_python):
+        # auto chose vLLM only after this same check passed: probe its Python once
+        if why == "rollout.engine" and (problem := vllm_problem(rollout.vllm_python)):
             raise CodefuError(f"rollout.engine vllm: {problem}")
     return replace(cfg, rollout=rollout), why
 

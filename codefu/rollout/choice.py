@@ -15,13 +15,13 @@ def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = 
     from transformers import AutoConfig
 
     from codefu.models import resolve_source
-    from codefu.rollout.native.engine import DEFAULT_MAX_MODEL_LEN
+    from codefu.rollout.native.engine import default_max_model_len
     from codefu.rollout.native.model import check_supported
     from codefu.rollout.vllm_engine import vllm_problem, vllm_python_for
 
     source, gguf = resolve_source(model, gguf_file)
     config = AutoConfig.from_pretrained(source, **({"gguf_file": gguf} if gguf else {}))
-    longest = settings.max_model_len or min(config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
+    longest = settings.max_model_len or default_max_model_len(config)
     try:
         check_supported(config, longest)
     except ValueError as e:

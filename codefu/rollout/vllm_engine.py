@@ -186,13 +186,13 @@ class VllmEngine:
         from vllm import LLM
 
         from codefu.models import DTYPE_BY_NAME, resolve_dtype_name
-        from codefu.rollout.native.engine import DEFAULT_MAX_MODEL_LEN
+        from codefu.rollout.native.engine import default_max_model_len
 
         folder = hf_folder(config)
         hf_config = AutoConfig.from_pretrained(folder)
         dtype = resolve_dtype_name(config.dtype, config.device)
         on_gpu = config.device.startswith("cuda")
-        longest = min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)  # as the native engine
+        longest = default_max_model_len(hf_config)  # as the native engine
         options: dict[str, Any] = {}
         if on_gpu:
             options |= dict(gpu_memory_utilization=config.gpu_memory_fraction, enable_sleep_mode=True)

@@ -67,6 +67,13 @@ log = logging.getLogger(__name__)
 HEADER_ROWS = 6
 PENDING = -1  # a sequence's token still in flight (sampled on the device, not yet read by the host)
 DEFAULT_MAX_MODEL_LEN = 32768  # when the config does not say: the model's own limit, capped here
+
+
+def default_max_model_len(hf_config: Any) -> int:
+    """The prompt + response cap when rollout.max_model_len is unset (every engine uses it)."""
+    return min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
+
+
 MIN_PREFILL_TOKENS = 8192  # token budget of one prefill step (at least max_model_len: no chunked prefill)
 
 
@@ -124,7 +131,7 @@ class NativeEngine:
         # groups of sequences sharing a prompt's pages, found on the host each decode step (rows 4-5 of its
         # packed input, read only then); only the Triton kernel uses them (the torch path needs no groups)
         self.shared_prefix = config.shared_prefix_attention
-        requested = config.max_model_len or min(hf_config.max_position_embeddings, DEFAULT_MAX_MODEL_LEN)
+        requested = config.max_model_len or default_max_model_len(hf_config)
         self.model = NativeCausalLM.build(hf_config, self.dtype, self.device, max_len=requested)
         self.model.load_weights(state)
         self.version = 0  # of the weights held (load_weights): every token sampled carries it
