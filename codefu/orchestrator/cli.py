@@ -163,6 +163,8 @@ def resolve_engine(cfg: RunConfig) -> tuple[RunConfig, str]:
     except (OSError, ValueError) as e:
         model = cfg.trainer.model
         raise CodefuError(f"rollout.engine auto: cannot read the config of {model}: {e}") from None
+    if engine == "vllm" and cfg.trainer.lora.enabled:  # auto's choice: vLLM takes no LoRA adapters here
+        engine, why = "transformers", f"{why}; but trainer.lora syncs adapters to native or transformers"
     rollout = replace(cfg.rollout, engine=engine)
     if engine == "vllm":
         from codefu.rollout.vllm_engine import vllm_problem, vllm_python_for

@@ -14,6 +14,7 @@ from codefu.data.mixing import TrainSource, check_train
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.judge.rewards import REWARDS
+from codefu.models.lora import LoRAConfig
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.layout import ResourcesConfig
 from codefu.rollout.engine import ENGINES, EngineSettings
@@ -147,6 +148,7 @@ class CriticConfig:
             lr=self.lr,
             kl_coef=0.0,
             entropy_coef=0.0,
+            lora=LoRAConfig(),  # the critic trains every weight of its own copy (and its value head)
         )
 
 
@@ -275,6 +277,11 @@ def check_run_config(cfg: RunConfig) -> None:
         ("trainer.norm_length", t.norm_length >= 0, ">= 0 (0: the batch's padded length)"),
         ("trainer.logprob_chunk_tokens", t.logprob_chunk_tokens >= 1, ">= 1"),
         ("trainer.uncheckpointed_layers", t.uncheckpointed_layers >= 0, ">= 0"),
+        (
+            "trainer.lora.rank",
+            not t.lora.enabled or r.engine != "vllm",
+            "0 with rollout.engine vllm (a LoRA run syncs its adapters to the native or transformers engine)",
+        ),
         (
             "trainer.rollout_correction",
             cfg.trainer.rollout_correction == "none" or a.recompute_logprobs or cfg.trainer.ppo_epochs == 1,

@@ -193,7 +193,7 @@ def update(
             trainer_lp = roles.logprobs(batch_ref)
             metrics |= logprob_mismatch(batch.old_logprobs, trainer_lp, batch.response_mask)
             batch.old_logprobs = trainer_lp  # the trainer's own numbers: ratio 1 at the first mini-batch
-        if roles.reference is not None:
+        if roles.kl:
             batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
     if with_critic:
         with timer.phase("critic"):

@@ -279,15 +279,21 @@ class WorkerConversations:
 
 
 def needs_reference(cfg: RunConfig) -> bool:
-    """A frozen reference policy runs when a KL term (in the loss or in the reward) is on."""
+    """A KL term (in the loss or in the reward) is on: the batch needs the reference policy's log-probs."""
     return cfg.trainer.kl_coef > 0 or cfg.algo.kl_reward_coef > 0
+
+
+def needs_reference_ranks(cfg: RunConfig) -> bool:
+    """A frozen copy of the policy runs as the reference: with a KL term, unless LoRA trains (then the
+    reference is the policy's own base weights, its adapters switched off: no second copy)."""
+    return needs_reference(cfg) and not cfg.trainer.lora.enabled
 
 
 def run_layout(cfg: RunConfig) -> Layout:
     """The layout of the run's roles: the reference only with a KL term, the critic only with PPO."""
     return make_layout(
         cfg.resources,
-        kl_enabled=needs_reference(cfg),
+        kl_enabled=needs_reference_ranks(cfg),
         sp_degree=cfg.trainer.sp_degree,
         critic=cfg.algo.estimator == "ppo",
     )
@@ -355,7 +361,9 @@ class Roles:
         self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
         self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", trainer_options)
-        kl = needs_reference(cfg)
+        self.lora = cfg.trainer.lora.enabled  # weight syncs send the adapters; the engines keep their base
+        self.kl = needs_reference(cfg)
+        kl = needs_reference_ranks(cfg)
         self.reference = (
             _trainer_ranks(cfg.trainer, layout, self.pg, "reference", trainer_options) if kl else None
         )
@@ -411,7 +419,8 @@ class Roles:
             self.memory_metrics |= engine_metrics(self._engine_stats)
             if self.colocated:
                 # the trainer's turn on the shared GPUs: generate takes the cache back, the sync the weights
-                self._engine_weights_released = self.rollout.release_memory(weights=True)
+                # (with LoRA the engines keep theirs: an adapter sync merges into them)
+                self._engine_weights_released = self.rollout.release_memory(weights=not self.lora)
             if self.offload_optimizer:
                 # back while the reference pass runs on its own actors; whatever the learners do next
                 # queues behind it on theirs, and the update reports its numbers (`_reloaded`)
@@ -448,6 +457,11 @@ class Roles:
             self._engine_stats.append(self.rollout.stats())
 
     def logprobs(self, batch_ref: Any, reference: bool = False) -> Any:
+        """The policy's log-probs of the batch's tokens, or with `reference` the reference policy's: the
+        reference ranks', or with LoRA the policy's own with its adapters switched off."""
+        if reference and self.reference is None:
+            assert self.lora, "no reference policy in this run (no KL term)"
+            return ray.get([a.compute_logprobs.remote(batch_ref, False) for a in self.trainer])[0]
         group = self.reference if reference else self.trainer
         assert group is not None
         logprobs = ray.get([a.compute_logprobs.remote(batch_ref) for a in group])[0]
@@ -482,7 +496,7 @@ class Roles:
 
     def sync_weights(self, version: int | None = None) -> None:
         """The rollout workers take the policy's weights, as `version` (None: their version stays)."""
-        if self.colocated:
+        if self.colocated and not self.lora:
             # rollout worker w shares trainer rank w's GPU (its bundle): in place, through CUDA IPC
             shared = ray.get([a.share_weights.remote() for a in self.trainer])
             self.rollout.load_shared_weights(shared, version)
@@ -495,9 +509,10 @@ class Roles:
 
     def publish_weights(self) -> Any:
         """The policy's full state dict in Ray's store (an ObjectRef; never copied to the driver): a
-        collective on every rank, rank 0's object kept. Split placement only (colocated engines take the
-        weights in place: `sync_weights`)."""
-        refs = [a.state_dict_for_sync.remote() for a in self.trainer]
+        collective on every rank, rank 0's object kept; with LoRA, only the adapters (every placement).
+        Split placement only for full weights (colocated engines take them in place: `sync_weights`)."""
+        verb = "adapters_for_sync" if self.lora else "state_dict_for_sync"  # LoRA: only the adapters travel
+        refs = [getattr(a, verb).remote() for a in self.trainer]
         ray.get(refs[1:])
         return refs[0]
 

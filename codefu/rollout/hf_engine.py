@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from codefu.models.lora import AdapterMerger, AdapterWeights
 from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
 from codefu.rollout.follow_ups import FollowUps, follow_ups_in_batches
 from codefu.rollout.sampling import make_generator, sample_step
@@ -82,6 +83,7 @@ class TransformersEngine:
         self.device = next(self.model.parameters()).device
         self.eos_ids = eos_ids(getattr(self.model, "generation_config", None), self.model.config, tokenizer)
         self.pad_id = self._pad_id()
+        self.adapter_merger = AdapterMerger()  # the base of LoRA-adapted weights (trainer.lora)
 
     # ---- building -------------------------------------------------------------------------------
     @classmethod
@@ -144,12 +146,18 @@ class TransformersEngine:
                 )
             yield done
 
-    def load_weights(self, state: dict[str, Tensor]) -> None:
+    def load_weights(self, state: dict[str, Tensor] | AdapterWeights) -> None:
         """Copy a full (unsharded) state dict into the model in place, converting dtype and device.
 
         Every key must be a key of model.state_dict(); every model key must be given, except a tied alias
-        (e.g. lm_head.weight tied to the embeddings) whose storage is shared with a key that is given."""
+        (e.g. lm_head.weight tied to the embeddings) whose storage is shared with a key that is given.
+        LoRA adapters (`AdapterWeights`) are merged into the weights they adapt, from the base values held
+        at the first such load (codefu.models.lora.AdapterMerger); full weights are a new base."""
         own = self.model.state_dict()
+        if isinstance(state, AdapterWeights):
+            self.adapter_merger.apply(own, state)
+            return
+        self.adapter_merger.forget()
         unexpected = sorted(set(state) - set(own))
         if unexpected:
             raise KeyError(f"load_weights: not model keys: {unexpected[:5]} ({len(unexpected)} in all)")

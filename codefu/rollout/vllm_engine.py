@@ -264,6 +264,8 @@ class VllmEngine:
         """The trainer's full state dict (HF names) into vLLM's model in place, through its worker; the
         prefix cache holds K/V of the old weights: dropped. Asleep, only the weights wake (the KV cache
         waits for the next generate: a colocated trainer still holds its memory)."""
+        if not isinstance(state, dict):  # LoRA's adapters: the run's config refuses this pairing first
+            raise TypeError("the vLLM engine takes full weights only, not LoRA adapters (trainer.lora)")
         self._wake(["weights"])
         if self.tied and "lm_head.weight" not in state and "model.embed_tokens.weight" in state:
             # vLLM's CPU build keeps lm_head apart from the embeddings it was tied to: send it too

@@ -76,8 +76,8 @@ class TrainerActor:
         """Returns once this rank has started (its weights in memory); raises what stopped it."""
         self.worker  # noqa: B018 -- the property raises for a rank that did not start
 
-    def compute_logprobs(self, batch: Batch):
-        return self.worker.compute_logprobs(batch)
+    def compute_logprobs(self, batch: Batch, adapters: bool = True):
+        return self.worker.compute_logprobs(batch, adapters)
 
     def compute_values(self, batch: Batch):
         return self.worker.compute_values(batch)
@@ -87,6 +87,9 @@ class TrainerActor:
 
     def state_dict_for_sync(self, to_cpu: bool = True) -> dict[str, Any]:
         return self.worker.state_dict_for_sync(to_cpu=to_cpu)
+
+    def adapters_for_sync(self) -> Any:
+        return self.worker.adapters_for_sync()
 
     def share_weights(self) -> Any:
         return self.worker.share_weights()

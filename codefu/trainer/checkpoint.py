@@ -25,9 +25,10 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import Tensor, nn
-from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 
 from codefu.models import write_hf_model
+from codefu.models.lora import adapter_shapes_differ, is_adapter_key
 
 STATE_FILE = "trainer_state.pt"
 FORMAT_VERSION = 1
@@ -106,7 +107,7 @@ def save_checkpoint(
         tmp.mkdir(parents=True)
     dist.barrier()
     model_sd, optim_sd = get_state_dict(model, optimizer)
-    dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(tmp))
+    dcp.save({"model": trained_only(model, model_sd), "optim": optim_sd}, checkpoint_id=str(tmp))
     torch.save(rng_state(), tmp / f"rng_rank{rank}.pt")
     if rank == 0:
         state = {
@@ -140,14 +141,53 @@ def load_checkpoint(
     path = Path(path)
     # get_state_dict initializes AdamW's state (a zero-lr step) so DCP knows what to read into
     model_sd, optim_sd = get_state_dict(model, optimizer)
-    state = {"model": model_sd, "optim": optim_sd}
+    state = {"model": trained_only(model, model_sd), "optim": optim_sd}
+    check_adapters_match(path, state["model"])
     dcp.load(state, checkpoint_id=str(path))
-    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+    # LoRA: only the adapters were saved; the frozen base is the model's own (trainer.model)
+    options = StateDictOptions(strict=len(state["model"]) == len(model_sd))
+    set_state_dict(
+        model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"], options=options
+    )
     meta = torch.load(path / STATE_FILE, weights_only=False)
     scheduler.load_state_dict(meta["scheduler"])
     src = dist.get_rank() % meta["world_size"]
     set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
     return int(meta["step"]), meta["extra_state"]
+
+
+def trained_only(model: nn.Module, model_sd: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `model_sd` that train (all of them, unless LoRA froze the base: then the adapters;
+    the frozen base is not saved, it is trainer.model)."""
+    trained = {name for name, p in model.named_parameters() if p.requires_grad}
+    return {k: v for k, v in model_sd.items() if k in trained}
+
+
+def check_adapters_match(path: Path, model_sd: dict[str, Any]) -> None:
+    """A ValueError naming trainer.lora when the checkpoint's LoRA adapters (or their absence) differ from
+    this model's: before DCP fails on a shape or a missing key with a message that names neither."""
+    saved = {
+        k.removeprefix("model."): list(m.size)
+        for k, m in dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata.items()
+        if k.startswith("model.") and is_adapter_key(k) and hasattr(m, "size")
+    }
+    expected = {k: list(v.shape) for k, v in model_sd.items() if is_adapter_key(k)}
+    if saved and not expected:
+        rank = next(iter(sorted(saved.items())))[1][0]
+        raise ValueError(
+            f"checkpoint {path} holds LoRA adapters (rank {rank}): resume it with trainer.lora.rank={rank} "
+            f"and its trainer.lora.target_modules"
+        )
+    if expected and not saved:
+        raise ValueError(
+            f"checkpoint {path} holds no LoRA adapters (written without trainer.lora): resume it with "
+            f"trainer.lora.rank=0, or start a new run"
+        )
+    difference = adapter_shapes_differ(saved, expected)
+    if difference:
+        raise ValueError(
+            f"checkpoint {path} does not match this run's trainer.lora (rank, target_modules): {difference}"
+        )
 
 
 EXPORT_MARKER = "codefu_export.json"  # in every HF export: what wrote it (and that it is complete)

@@ -10,6 +10,7 @@ from codefu.algo.aggregation import AGG_MODES
 from codefu.algo.kl import KL_KINDS
 from codefu.algo.loss import POLICY_LOSSES
 from codefu.algo.rollout_correction import ROLLOUT_CORRECTIONS
+from codefu.models.lora import LoRAConfig
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCHEDULES = ("constant", "cosine")
@@ -63,6 +64,11 @@ class TrainerConfig:
     (attention all-to-alls over heads). Must divide the number of ranks (data parallel = ranks / sp_degree)
     and the model's attention heads; kv heads must be divisible by it or divide it (then replicated). For
     sequences too long for one GPU's activations; FSDP still shards the parameters over every rank."""
+
+    lora: LoRAConfig = field(default_factory=LoRAConfig)
+    """Low-rank adapters (LoRA): with lora.rank > 0 only they train (the optimizer holds only their state),
+    the KL reference is the same model with the adapters switched off (no second copy), and a weight sync
+    sends only them (docs/trainer.md#lora)."""
 
     # --- optimizer and schedule -------------------------------------------------------------------
     lr: float = 1e-6
@@ -153,6 +159,8 @@ class TrainerConfig:
 
     def __post_init__(self) -> None:
         self.betas = tuple(self.betas)  # YAML gives a list
+        if isinstance(self.lora, dict):  # built from a plain dict (tests, Ray's options)
+            self.lora = LoRAConfig(**self.lora)
         if self.profile_dir:  # the trainer's processes may not start in the driver's folder (Ray's workers)
             self.profile_dir = str(Path(self.profile_dir).resolve())
         checks = [

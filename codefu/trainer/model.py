@@ -19,6 +19,7 @@ from torch.utils.checkpoint import checkpoint
 
 from codefu.algo.logprobs import entropy_from_logits, linear_token_logprobs, token_logprobs_from_logits
 from codefu.models.loading import DTYPE_BY_NAME, load_model, native_dtype_name, warn_if_slow_on_cpu
+from codefu.models.lora import add_adapters
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.distributed import make_mesh
 from codefu.trainer.packing import PackedLayout, enable_packing, packed_attention_mask
@@ -304,6 +305,8 @@ def prepare_model(
     """Wrap (a `PolicyModel`, or with `value_head` the critic's `ValueModel`), switch to Ulysses attention
     (sequence parallelism), enable gradient checkpointing (trainable models only), and shard."""
     lm.config.use_cache = False
+    if cfg.lora.enabled and not frozen and not value_head:
+        add_adapters(lm, cfg.lora)  # before sharding and compiling: the layers' final shape
     if shard is not None:
         enable_sequence_parallel(lm, decoder_layers(lm), shard)
     if cfg.packing == "shared_prefix":

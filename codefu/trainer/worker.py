@@ -14,6 +14,7 @@ so the micro-batch losses on all ranks add up to the mini-batch loss; the gradie
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import defaultdict
@@ -28,6 +29,13 @@ from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_
 from torch.distributed.tensor import DTensor
 
 from codefu.algo.loss import LossSettings, loss_normalizer, rl_loss
+from codefu.models.lora import (
+    AdapterWeights,
+    adapter_layers,
+    adapters_disabled,
+    merge_adapters,
+    save_peft_adapter,
+)
 from codefu.models.weights import PackedWeights, SharedWeights, pack_weights
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
@@ -190,12 +198,14 @@ class TrainerWorker:
     # ------------------------------------------------------------------------------------------------
     # verbs
 
-    def compute_logprobs(self, batch: Batch) -> Tensor:
+    def compute_logprobs(self, batch: Batch, adapters: bool = True) -> Tensor:
         """(B, T) fp32 log-probs of `batch.input_ids` under this model, aligned like `Batch.old_logprobs`;
         0 outside `response_mask`. Every rank computes its rows; the result is all-reduced to every rank.
-        Offloaded weights (`offload_weights`) are brought back first."""
+        Offloaded weights (`offload_weights`) are brought back first. `adapters` False: the model without
+        its LoRA adapters (trainer.lora), which is the KL reference."""
         self.reload_weights()
-        return self._per_token(batch)
+        with contextlib.nullcontext() if adapters else adapters_disabled(self.model):
+            return self._per_token(batch)
 
     @torch.no_grad()
     def _per_token(self, batch: Batch) -> Tensor:
@@ -415,7 +425,27 @@ class TrainerWorker:
         opts = StateDictOptions(full_state_dict=True, cpu_offload=to_cpu)
         sd = get_model_state_dict(self.model, options=opts)
         dtype = dtype or compute_dtype(self.cfg, self.device)
-        return {k.removeprefix("lm."): v.to(dtype) for k, v in sd.items()}
+        sd = {k.removeprefix("lm."): v for k, v in sd.items()}
+        if self.cfg.lora.enabled:  # the adapters folded in (in fp32): the plain model's weights
+            sd = merge_adapters(sd, self.cfg.lora.scaling) if sd else {}
+        return {k: v.to(dtype) for k, v in sd.items()}
+
+    @torch.no_grad()
+    def adapters_for_sync(self, to_cpu: bool = True) -> AdapterWeights | None:
+        """The LoRA adapters, whole (unsharded), named by HF module + ".lora_A" / ".lora_B", in their own
+        dtype, for an engine that merges them into its base weights (codefu.models.lora). A collective:
+        call on every rank. to_cpu=True: on rank 0 only (others get None)."""
+        if not self.cfg.lora.enabled:
+            raise RuntimeError("adapters_for_sync() without trainer.lora")
+        tensors = {}
+        for name, layer in adapter_layers(self.model):
+            for key in ("lora_A", "lora_B"):
+                p = getattr(layer, key)
+                full = p.full_tensor() if isinstance(p, DTensor) else p.detach()
+                tensors[f"{name.removeprefix('lm.')}.{key}"] = full.cpu() if to_cpu else full.clone()
+        if to_cpu and self.rank != 0:
+            return None
+        return AdapterWeights(tensors, self.cfg.lora.scaling)
 
     @torch.no_grad()
     def share_weights(self, dtype: torch.dtype | None = None) -> SharedWeights:
@@ -423,6 +453,8 @@ class TrainerWorker:
         rank's device, shared with an engine on the same GPU through CUDA IPC (codefu/models/weights.py):
         no copy through the CPU. A collective: call on every rank. The buffer lives until
         `drop_shared_weights` (call it once the engines have loaded)."""
+        if self.cfg.lora.enabled:  # an engine beside a LoRA trainer takes the adapters (adapters_for_sync)
+            raise RuntimeError("share_weights() with trainer.lora: sync the adapters instead")
         dtype = dtype or compute_dtype(self.cfg, self.device)
         named = [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()]
         self._shared = pack_weights(named, dtype, self.device)
@@ -539,6 +571,8 @@ class TrainerWorker:
             self.step,
             extra_state,
         )
+        if self.cfg.lora.enabled:  # beside the resumable state: the adapters as PEFT reads them
+            self.save_adapter(Path(path) / "adapter")
         if self.rank == 0 and self.cfg.keep_last > 0:
             ckpt.prune_checkpoints(root, self.cfg.keep_last)
         dist.barrier()
@@ -569,9 +603,22 @@ class TrainerWorker:
     def export_hf(self, path: str | Path, dtype: torch.dtype | None = None) -> str:
         """An HF directory (config, model.safetensors, tokenizer) that plain `from_pretrained` loads. dtype
         defaults to the compute dtype (bf16 on GPU). A collective: call on every rank; rank 0 writes."""
+        if self.cfg.lora.enabled and self.cfg.lora.export == "adapter":
+            self.save_adapter(path)
+            return str(path)
         sd = self.state_dict_for_sync(to_cpu=True, dtype=dtype)
         if self.rank == 0:
             ckpt.export_hf(path, sd, self.hf_config, self.tokenizer)
+        dist.barrier()
+        return str(path)
+
+    def save_adapter(self, path: str | Path) -> str:
+        """The LoRA adapters as PEFT's adapter folder (`peft.PeftModel.from_pretrained(base, path)` loads
+        it on trainer.model). A collective: call on every rank; rank 0 writes."""
+        adapters = self.adapters_for_sync(to_cpu=True)
+        if self.rank == 0:
+            assert adapters is not None
+            save_peft_adapter(path, adapters.tensors, self.cfg.lora, self.cfg.model or None)
         dist.barrier()
         return str(path)
 

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from codefu.models.lora import AdapterMerger, AdapterWeights
 from codefu.rollout.native.attention import AttentionMetadata, attention, store_kv
 
 SUPPORTED = ("llama", "qwen2", "qwen3", "mistral")
@@ -397,6 +398,7 @@ class NativeCausalLM(nn.Module):
             spec.rope_inv_freq, spec.rope_attention_scaling, max_len or spec.max_position_embeddings
         )
         self._dropped_shapes: dict[str, torch.Size] = {}  # what drop_weights freed, to allocate again
+        self.adapter_merger = AdapterMerger()  # the base of LoRA-adapted weights (trainer.lora)
         if spec.tie_word_embeddings:
             self.lm_head_weight = self.embed_tokens.weight
         else:
@@ -473,11 +475,20 @@ class NativeCausalLM(nn.Module):
             p.data = p.data.new_empty(0)
 
     @torch.no_grad()
-    def load_weights(self, state: dict[str, Tensor]) -> None:
+    def load_weights(self, state: dict[str, Tensor] | AdapterWeights) -> None:
         """Copy HF-named tensors into their slices in place (dtype/device converted by `copy_`; a tensor
         already on our GPU is copied there, no CPU round trip). Every name must be ours; every one of ours
         must be given, except lm_head.weight when it is tied to the embeddings. Dropped weights
-        (`drop_weights`) get their memory back first, once the names are known to be complete."""
+        (`drop_weights`) get their memory back first, once the names are known to be complete.
+
+        LoRA adapters (`AdapterWeights`) are merged into the weights they adapt, from the base values held
+        at the first such load (codefu.models.lora.AdapterMerger); full weights are a new base."""
+        if isinstance(state, AdapterWeights):
+            if self.weights_dropped:
+                raise RuntimeError("load_weights: adapters need the base weights in place (now dropped)")
+            self.adapter_merger.apply(self.hf_targets(), state)
+            return
+        self.adapter_merger.forget()
         targets = self.hf_targets()  # the names are known with the weights dropped too (empty views)
         unexpected = sorted(set(state) - set(targets))
         if unexpected:
