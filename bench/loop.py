@@ -261,7 +261,7 @@ def parts_alone(cfg: RunConfig, roles: Roles, scorer, sampled: Sampled, encode) 
         t = time.perf_counter()
         batch.old_logprobs = roles.logprobs(batch_ref)
         out["old_logprobs_s"] = time.perf_counter() - t
-    if roles.reference is not None:
+    if roles.kl:  # the reference ranks, or with LoRA the policy with its adapters off
         t = time.perf_counter()
         batch.ref_logprobs = roles.logprobs(batch_ref, reference=True)
         out["ref_logprobs_s"] = time.perf_counter() - t

@@ -11,6 +11,12 @@ placement uses: `state_dict_for_sync` (GPU -> CPU) and the engine's `load_weight
 --check: the engine starts from OTHER random weights; after one IPC sync its greedy output must equal that
 of an engine built from the trainer's weights.
 
+--lora-rank R (trainer.lora): the trainer is a LoRA policy (bf16 base, fp32 adapters of rank R on the
+attention and MLP projections, after one update on a random batch: B is no longer 0), and a sync sends
+only the adapters through CUDA IPC, which the engine merges into its weights from the exact base copy it
+keeps (codefu.models.lora.AdapterMerger; the first sync also takes that copy: read ipc[1:]). Run it
+beside the full sync on the same card to compare: the issue's goal is >= 5x faster at 7B.
+
 Writes the timings with the command, commit and machine to --out (bench/record.py; default
 docs/results/<date>-weight-sync-<model>.json). On an 80 GB card the 7B needs `--engine-memory-fraction 0.9`
 (the fraction counts the trainer's fp32 weights and its bf16 share buffer too).
@@ -22,6 +28,7 @@ import argparse
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -43,6 +50,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--store-repeats", type=int, default=1)
     p.add_argument("--check", action="store_true")
+    p.add_argument("--lora-rank", type=int, default=0, help="sync LoRA adapters of this rank (0: full)")
     p.add_argument(
         "--engine-memory-fraction",
         type=float,
@@ -52,7 +60,8 @@ def main() -> None:
     record.add_out_argument(p, "weight-sync-MODEL")
     args = p.parse_args()
     head = record.header()
-    out = record.resolve_out(args.out, f"weight-sync-{args.model}", smoke=args.model == "tiny")
+    name = f"weight-sync-{args.model}" + (f"-lora{args.lora_rank}" if args.lora_rank else "")
+    out = record.resolve_out(args.out, name, smoke=args.model == "tiny")
 
     import ray
 
@@ -71,7 +80,19 @@ def main() -> None:
 
     ray.init(num_gpus=1, include_dashboard=False, log_to_driver=True)
     tcfg = TrainerConfig(model=str(tmp / "trainer"), device="cuda", dtype="bfloat16", seed=0)
-    (trainer,) = make_trainer_ranks(tcfg, 1, kind="reference", num_gpus=0.5)
+    if args.lora_rank:
+        from codefu.models.lora import LoRAConfig
+
+        lora = LoRAConfig(rank=args.lora_rank, alpha=2.0 * args.lora_rank)
+        tcfg = replace(tcfg, master_dtype="bfloat16", lora=lora)
+    kind = "policy" if args.lora_rank else "reference"
+    (trainer,) = make_trainer_ranks(tcfg, 1, kind=kind, num_gpus=0.5)
+    if args.lora_rank:  # B starts at zero: one update on a random batch makes the adapters real
+        from codefu.trainer.testing import random_batch
+
+        batch = random_batch(4, 64, 1000, prompt_len=8, seed=0)
+        batch.old_logprobs = ray.get(trainer.compute_logprobs.remote(batch))
+        ray.get(trainer.update.remote(batch))
 
     def engine_actor(path: Path, fraction: float):
         # the fraction counts everything in use on the GPU (the trainer, other engines): see EngineConfig
@@ -97,7 +118,7 @@ def main() -> None:
 
     ipc = [ipc_sync() for _ in range(args.repeats)]  # the first one maps the buffer for the first time
     store = []
-    for _ in range(args.store_repeats):
+    for _ in range(args.store_repeats if not args.lora_rank else 0):
         t0 = time.perf_counter()
         ray.get(rollout.load_weights.remote(trainer.state_dict_for_sync.remote()))
         store.append(time.perf_counter() - t0)

@@ -27,6 +27,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from codefu.models.lora import AdapterWeights
+
 
 @dataclass(frozen=True)
 class FlatLayout:
@@ -58,27 +60,32 @@ class SharedWeights:
     layout: FlatLayout
     handle: Any  # (rebuild function, args) from torch's CUDA IPC reduction; None on CPU
     buffer: Tensor | None = None  # CPU only
+    adapter_scaling: float | None = None  # LoRA adapters, not weights (codefu.models.lora)
 
-    def open(self) -> dict[str, Tensor]:
-        """Map the producer's buffer (CUDA) and return name -> view. Keep the result only while copying."""
+    def open(self) -> dict[str, Tensor] | AdapterWeights:
+        """Map the producer's buffer (CUDA) and return name -> view (LoRA adapters: as `AdapterWeights`).
+        Keep the result only while copying."""
         if self.handle is None:
             assert self.buffer is not None
-            return self.layout.views(self.buffer)
-        rebuild, args = self.handle
-        return self.layout.views(rebuild(*args))
+            views = self.layout.views(self.buffer)
+        else:
+            rebuild, args = self.handle
+            views = self.layout.views(rebuild(*args))
+        return views if self.adapter_scaling is None else AdapterWeights(views, self.adapter_scaling)
 
 
 @dataclass
 class PackedWeights:
     flat: Tensor
     layout: FlatLayout
+    adapter_scaling: float | None = None  # the buffer holds LoRA adapters with this scaling
 
     def share(self) -> SharedWeights:
         if self.flat.is_cuda:
             from torch.multiprocessing.reductions import reduce_tensor
 
-            return SharedWeights(self.layout, reduce_tensor(self.flat))
-        return SharedWeights(self.layout, None, self.flat)
+            return SharedWeights(self.layout, reduce_tensor(self.flat), adapter_scaling=self.adapter_scaling)
+        return SharedWeights(self.layout, None, self.flat, self.adapter_scaling)
 
 
 def pack_weights(

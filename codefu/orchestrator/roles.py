@@ -496,7 +496,7 @@ class Roles:
 
     def sync_weights(self, version: int | None = None) -> None:
         """The rollout workers take the policy's weights, as `version` (None: their version stays)."""
-        if self.colocated and not self.lora:
+        if self.colocated:
             # rollout worker w shares trainer rank w's GPU (its bundle): in place, through CUDA IPC
             shared = ray.get([a.share_weights.remote() for a in self.trainer])
             self.rollout.load_shared_weights(shared, version)

@@ -451,10 +451,19 @@ class TrainerWorker:
     def share_weights(self, dtype: torch.dtype | None = None) -> SharedWeights:
         """The full weights (HF names, `dtype`, default the compute dtype) packed into ONE buffer on this
         rank's device, shared with an engine on the same GPU through CUDA IPC (codefu/models/weights.py):
-        no copy through the CPU. A collective: call on every rank. The buffer lives until
-        `drop_shared_weights` (call it once the engines have loaded)."""
-        if self.cfg.lora.enabled:  # an engine beside a LoRA trainer takes the adapters (adapters_for_sync)
-            raise RuntimeError("share_weights() with trainer.lora: sync the adapters instead")
+        no copy through the CPU. With LoRA, only the adapters (in their dtype), which the engine merges. A
+        collective: call on every rank. The buffer lives until `drop_shared_weights` (call it once the
+        engines have loaded)."""
+        if self.cfg.lora.enabled:
+            # only the adapters, in their own dtype: the engine merges them into the base it keeps
+            named = [
+                (f"{name.removeprefix('lm.')}.{key}", getattr(layer, key))
+                for name, layer in adapter_layers(self.model)
+                for key in ("lora_A", "lora_B")
+            ]
+            self._shared = pack_weights(named, named[0][1].dtype, self.device)
+            self._shared.adapter_scaling = self.cfg.lora.scaling
+            return self._shared.share()
         dtype = dtype or compute_dtype(self.cfg, self.device)
         named = [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()]
         self._shared = pack_weights(named, dtype, self.device)
