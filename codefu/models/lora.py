@@ -74,7 +74,7 @@ class LoRAConfig:
         ]
         for ok, message in checks:
             if not ok:
-                raise ValueError(f"trainer.lora.{message}")
+                raise ValueError(f"LoRAConfig: {message}")  # the config loader names it trainer.lora.*
 
 
 class LoRALinear(nn.Linear):
