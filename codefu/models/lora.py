@@ -126,7 +126,13 @@ def add_adapters(lm: nn.Module, cfg: LoRAConfig) -> list[str]:
                 f"(its linear layers: {', '.join(leaves)})"
             )
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[cfg.dtype]
+    embeddings = lm.get_input_embeddings() if hasattr(lm, "get_input_embeddings") else None
     for name, module in chosen.items():
+        if embeddings is not None and module.weight is getattr(embeddings, "weight", None):
+            raise ValueError(
+                f"trainer.lora.target_modules: {name} shares its weight with the input embeddings "
+                f"(tie_word_embeddings): a merged adapter would change both; leave it out"
+            )
         smaller = min(module.in_features, module.out_features)
         if cfg.rank > smaller:
             raise ValueError(

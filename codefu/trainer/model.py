@@ -187,7 +187,8 @@ class PolicyModel(nn.Module):
         `linear_token_logprobs` (the same values, one softmax pass each way instead of a checkpointed
         head's four), unless the entropy needs its gradient (an entropy bonus)."""
         head = self.lm.get_output_embeddings()
-        fused = isinstance(head, nn.Linear) and not (with_entropy and self.entropy_grad)
+        # a LoRA head (trainer.lora targets lm_head) runs its own forward: the fused step reads only .weight
+        fused = type(head) is nn.Linear and not (with_entropy and self.entropy_grad)
         b, H = hidden.shape[0], hidden.shape[-1]
         lps, ents = [], []
         for s in range(lo, hi, step):

@@ -283,3 +283,23 @@ def test_bf16_adapters_train_and_sync_in_bf16(tiny_dir):
     merged = AutoModelForCausalLM.from_pretrained(tiny_dir)
     merged.load_state_dict(w.state_dict_for_sync())
     torch.testing.assert_close(hf_logprobs(merged, batch), w.compute_logprobs(batch), atol=1e-4, rtol=0)
+
+
+def test_an_adapter_on_the_lm_head_trains_and_exports_merged(tiny_dir, tmp_path):
+    """lm_head as a target (an untied head): the log-prob pass runs the adapted head (the fused linear
+    step, which reads only .weight, is not taken), and the merged export computes the same log-probs."""
+    lora = LoRAConfig(rank=RANK, target_modules=["q_proj", "lm_head"])
+    w = make_worker(tiny_dir, lora=lora)
+    b = filled(w, 1)
+    head_b = full(w.model.lm.lm_head.lora_B)
+    w.update(b)
+    assert not torch.equal(full(w.model.lm.lm_head.lora_B), head_b)  # the head's adapter trained
+    w.export_hf(tmp_path / "merged")
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged", dtype=torch.float32)
+    torch.testing.assert_close(hf_logprobs(merged, b), w.compute_logprobs(b), atol=1e-5, rtol=1e-5)
+
+
+def test_an_adapter_on_a_head_tied_to_the_embeddings_is_refused(tmp_path):
+    tied = save_tiny_model(tmp_path / "tied", seed=0, tie_word_embeddings=True)
+    with pytest.raises(ValueError, match=r"trainer\.lora\.target_modules: lm_head shares its weight"):
+        make_worker(tied, lora=LoRAConfig(rank=RANK, target_modules=["q_proj", "lm_head"]))
