@@ -51,6 +51,7 @@ def main() -> None:
     p.add_argument("--store-repeats", type=int, default=1)
     p.add_argument("--check", action="store_true")
     p.add_argument("--lora-rank", type=int, default=0, help="sync LoRA adapters of this rank (0: full)")
+    p.add_argument("--master-dtype", default="float32", help="the trainer's stored weights (LoRA: bfloat16)")
     p.add_argument(
         "--engine-memory-fraction",
         type=float,
@@ -79,7 +80,9 @@ def main() -> None:
     print(f"saved random {args.model} in {time.perf_counter() - t:.0f} s", flush=True)
 
     ray.init(num_gpus=1, include_dashboard=False, log_to_driver=True)
-    tcfg = TrainerConfig(model=str(tmp / "trainer"), device="cuda", dtype="bfloat16", seed=0)
+    tcfg = TrainerConfig(
+        model=str(tmp / "trainer"), device="cuda", dtype="bfloat16", master_dtype=args.master_dtype, seed=0
+    )
     if args.lora_rank:
         from codefu.models.lora import LoRAConfig
 

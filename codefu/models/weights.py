@@ -102,7 +102,10 @@ def pack_weights(
     flat = torch.empty(layout.numel, dtype=dtype, device=device)
     views = layout.views(flat)
     for name, t in named:
-        views[name].copy_(t.full_tensor() if isinstance(t, DTensor) else t)
+        if isinstance(t, DTensor):
+            # one rank holds the whole tensor: no gather (its per-call cost was ~0.1 ms x 392 adapters)
+            t = t.to_local() if t.device_mesh.size() == 1 else t.full_tensor()
+        views[name].copy_(t)
     return PackedWeights(flat, layout)
 
 
