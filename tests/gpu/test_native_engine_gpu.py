@@ -249,3 +249,30 @@ def test_resume_takes_fewer_blocks_when_the_gpu_filled_meanwhile(hf):
     del hog
     torch.cuda.empty_cache()
     assert [c.token_ids for c in engine.generate(PROMPTS, sampling)] == [c.token_ids for c in before]
+
+
+def test_the_first_adapter_sync_makes_room_for_the_base_copy(hf):
+    """LoRA: the first adapter load keeps a copy of the adapted weights' base values; the KV cache,
+    sized before that copy existed, is released (the next generate takes what fits beside it) instead of
+    the copy running out of memory on a full card. Later syncs keep the cache."""
+    from codefu.models.lora import AdapterWeights, merge_adapters
+
+    engine = make_engine(hf)
+    engine.generate(PROMPTS[:2], SamplingParams(n=1, temperature=0.0, max_new_tokens=4))
+    assert engine.cache is not None
+    base = {k: v.detach().clone() for k, v in hf.state_dict().items()}
+    g = torch.Generator().manual_seed(0)
+    tensors = {}
+    for name in ("model.layers.0.self_attn.q_proj", "model.layers.1.mlp.down_proj"):
+        out_f, in_f = base[name + ".weight"].shape
+        tensors[name + ".lora_A"] = torch.randn(4, in_f, generator=g)
+        tensors[name + ".lora_B"] = torch.randn(out_f, 4, generator=g) * 0.1
+    adapters = AdapterWeights(tensors, 2.0)
+    engine.load_weights(adapters)
+    assert engine.cache is None and set(engine.model.adapter_merger.base)  # room made, copy taken
+    want = merge_adapters(base | tensors, 2.0)
+    for k, v in engine.model.hf_targets().items():
+        torch.testing.assert_close(v, want[k].to(v), msg=k)
+    engine.generate(PROMPTS[:2], SamplingParams(n=1, temperature=0.0, max_new_tokens=4))
+    engine.load_weights(adapters)
+    assert engine.cache is not None  # the copy exists: later syncs leave the cache alone

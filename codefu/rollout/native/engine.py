@@ -49,6 +49,7 @@ import torch
 from torch import Tensor
 
 from codefu.models import DTYPE_BY_NAME, resolve_dtype_name
+from codefu.models.lora import AdapterWeights
 from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
 from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.native.attention import AttentionMetadata
@@ -413,6 +414,12 @@ class NativeEngine:
             if self._in_flight is not None:
                 previous, self._in_flight = self._in_flight, None
                 self._take_in(previous)
+            first_adapters = isinstance(state, AdapterWeights) and not self.model.adapter_merger.base
+            if first_adapters and self.device.type == "cuda" and not self._loads_wait_for_a_step:
+                # the engine keeps a copy of the adapted weights' base values from now on (13 GB at 7B),
+                # which a KV cache sized before may have left no room for (seen: out of memory at 7B on an
+                # 80 GB card): the cache goes, and the next generate takes what fits beside the copy
+                self.release_memory()
             self.model.load_weights(state)
             for seq in self._seqs:
                 seq.stale_kv = bool(seq.block_table)  # running: its K/V are the old weights'
