@@ -1,6 +1,7 @@
 """LoRA (codefu.models.lora): the adapted layer, adding and merging adapters, errors that name their key,
-PEFT's file format both ways, and the engines' adapter sync (merged from an exact base copy: no drift over
-many syncs) on the native engine and the transformers engine (CPU, fp32, tiny models)."""
+PEFT's file format both ways, and the engines' adapter sync over many syncs: the native engine computes
+the adapters beside its weights (unmerged, as the trainer does), the transformers engine merges them from
+an exact base copy (no drift) (CPU, tiny models)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import peft
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from codefu.models.lora import (
@@ -32,6 +34,7 @@ from codefu.models.lora import (
 from codefu.models.tiny import tiny_model
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.hf_engine import TransformersEngine
+from codefu.rollout.native.model import AdaptableLinear
 from helpers.native_models import forward_logprobs, tiny_hf
 from helpers.threads import one_thread  # noqa: F401 (autouse: one intra-op thread)
 
@@ -356,84 +359,129 @@ def merged_hf(kind: str, state: dict[str, torch.Tensor]):
     return model
 
 
+def adapter_tensors(engine) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The native engine's adapter tensors, projection by projection (None where there are none)."""
+    return [
+        (m.lora_a, m.lora_b)
+        for m in engine.model.modules()
+        if isinstance(m, AdaptableLinear) and m.lora_a is not None
+    ]
+
+
 @pytest.mark.parametrize("kind", ["llama", "qwen2"])
-def test_native_engine_merges_adapters_without_drift(kind):
+def test_native_engine_applies_adapters_unmerged_without_drift(kind):
+    """The native engine keeps its weights as loaded and computes the adapters beside them: its log-probs
+    are the merged model's (fp32) after the 1st sync and after the 50th; back at the first adapters its
+    samples are identical; a sync of the same shapes copies into the same tensors (CUDA graphs read them)."""
     hf = tiny_hf(kind)
     base = {k: v.clone() for k, v in hf.state_dict().items()}
     engine = native_engine(hf)
     shapes = adapted_shapes(base)
     assert len(shapes) == 14
     sets = [random_adapters(shapes, rank=4, scaling=8.0, seed=s) for s in range(SYNCS)]
-    ptrs = [p.data_ptr() for p in engine.model.parameters()]
+    weights = {k: v.clone() for k, v in engine.model.hf_targets().items()}
 
     engine.load_weights(sets[0], version=1)
     assert engine.version == 1
-    want = merge_adapters(base | sets[0].tensors, sets[0].scaling)
-    got = engine.model.hf_targets()
-    assert set(got) <= set(want)
-    for k, v in got.items():
-        torch.testing.assert_close(v, want[k], atol=0, rtol=0, msg=k)
-    err1, out1 = engine_logprobs(engine, merged_hf(kind, want))
+    layout = engine.model.adapter_layout_version
+    tensors = adapter_tensors(engine)
+    assert len(tensors) == 4 * 2  # qkv, o, gate_up, down of each of the 2 layers
+    err1, out1 = engine_logprobs(engine, merged_hf(kind, merge_adapters(base | sets[0].tensors, 8.0)))
     assert err1 < 1e-4
-    before_loop = {k: v.clone() for k, v in got.items()}
 
     for s in sets[1:]:
         engine.load_weights(s)
-    want_last = merge_adapters(base | sets[-1].tensors, sets[-1].scaling)
-    err_last, _ = engine_logprobs(engine, merged_hf(kind, want_last))
+    err_last, _ = engine_logprobs(engine, merged_hf(kind, merge_adapters(base | sets[-1].tensors, 8.0)))
     assert err_last < 1e-4
     engine.load_weights(sets[0], version=SYNCS + 1)
-    got = engine.model.hf_targets()
-    for k, v in got.items():  # bitwise what one sync gave
-        assert torch.equal(v, before_loop[k]), k
-    err50, out50 = engine_logprobs(engine, merged_hf(kind, want))
-    assert err50 == err1 and out50 == out1
-    assert [p.data_ptr() for p in engine.model.parameters()] == ptrs  # in place
+    err50, out50 = engine_logprobs(engine, merged_hf(kind, merge_adapters(base | sets[0].tensors, 8.0)))
+    assert err50 == err1 and out50 == out1  # bitwise what one sync gave
+    assert engine.model.adapter_layout_version == layout  # same shapes: in place ...
+    assert all(
+        a.data_ptr() == a0.data_ptr() and b.data_ptr() == b0.data_ptr()
+        for (a, b), (a0, b0) in zip(adapter_tensors(engine), tensors, strict=True)
+    )  # ... the very tensors
+    for k, v in engine.model.hf_targets().items():  # the weights were never touched
+        assert torch.equal(v, weights[k]), k
 
-    # full weights are a new base: adapters then go on top of them
-    other = {k: v for k, v in tiny_hf(kind, seed=1).state_dict().items() if k in got}
-    engine.load_weights(other)
-    assert all(torch.equal(v, other[k]) for k, v in engine.model.hf_targets().items() if k in other)
-    engine.load_weights(sets[1])
-    want_other = merge_adapters(
-        {k: v.clone() for k, v in tiny_hf(kind, seed=1).state_dict().items()} | sets[1].tensors,
-        sets[1].scaling,
-    )
-    for k, v in engine.model.hf_targets().items():
-        torch.testing.assert_close(v, want_other[k], atol=0, rtol=0, msg=k)
+    # another rank changes the layout; full weights are the whole policy: the adapters go
+    engine.load_weights(random_adapters(shapes, rank=2, scaling=1.0, seed=0))
+    assert engine.model.adapter_layout_version == layout + 1
+    other = tiny_hf(kind, seed=1)
+    engine.load_weights({k: v for k, v in other.state_dict().items() if k in weights})
+    assert adapter_tensors(engine) == [] and engine.model.adapter_layout_version == layout + 2
+    err_full, _ = engine_logprobs(engine, other)
+    assert err_full < 1e-4
 
 
-def test_native_engine_adapters_need_loaded_weights_and_known_modules():
+def test_native_engine_adapter_errors_name_the_module():
     hf = tiny_hf("llama")
     engine = native_engine(hf)
-    shapes = adapted_shapes(hf.state_dict())
     with pytest.raises(KeyError, match="model.layers.5.self_attn.q_proj"):
         engine.load_weights(random_adapters({"model.layers.5.self_attn.q_proj": (64, 64)}, 2, 1.0, 0))
+    with pytest.raises(KeyError, match="attention and MLP projections only"):
+        engine.load_weights(random_adapters({"lm_head": (128, 64)}, 2, 1.0, 0))
+    with pytest.raises(ValueError, match=r"the adapter of model.layers.0.mlp.down_proj is \(9 x"):
+        engine.load_weights(random_adapters({"model.layers.0.mlp.down_proj": (9, 128)}, 2, 1.0, 0))
+    assert adapter_tensors(engine) == []  # nothing half-loaded
+    # adapters need no weights: they load while the weights are dropped (a colocated trainer's turn)
     engine.release_memory(weights=True)
-    with pytest.raises(RuntimeError, match="adapters need the base weights"):
-        engine.load_weights(random_adapters(shapes, 2, 1.0, 0))
-    engine.load_weights({k: v for k, v in hf.state_dict().items() if k != "lm_head.weight"})
-    engine.load_weights(random_adapters(shapes, 2, 1.0, 0))  # fine once the weights are back
-    assert not engine.model.weights_dropped
+    engine.load_weights(random_adapters(adapted_shapes(hf.state_dict()), 2, 1.0, 0))
+    assert len(adapter_tensors(engine)) == 8
 
 
 def test_native_engine_takes_a_trainer_side_adapted_state():
     """The trainer's side: the HF model with adapters (add_adapters) trained; the engine gets its
-    split_adapters and matches merge_adapters of the same state (and the adapted model's log-probs)."""
+    split_adapters and computes the adapted model's log-probs."""
     hf = tiny_hf("qwen2")
     engine = native_engine(hf)
     cfg = LoRAConfig(rank=4, alpha=16)
     trainer = tiny_hf("qwen2")
     add_adapters(trainer, cfg)
     randomize(trainer, 9)
-    state = trainer.state_dict()
-    _, adapters = split_adapters(state, cfg.scaling)
+    _, adapters = split_adapters(trainer.state_dict(), cfg.scaling)
     engine.load_weights(adapters)
-    want = merge_adapters(state, cfg.scaling)
-    for k, v in engine.model.hf_targets().items():
-        torch.testing.assert_close(v, want[k], atol=0, rtol=0, msg=k)
     err, _ = engine_logprobs(engine, trainer)  # the adapted model itself (not merged)
     assert err < 1e-4
+
+
+def test_a_small_adapter_change_survives_in_a_bf16_native_engine():
+    """Merged into bf16 weights, an adapter change below half a weight's rounding step vanishes from the
+    weights (the engine would sample a policy the trainer does not compute); kept apart, the bf16 engine
+    computes what the trainer's bf16 forward computes: the base output plus the adapters' output."""
+    hf = tiny_hf("llama")
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=1024, dtype="bfloat16")
+    engine = NativeEngine.from_hf_model(hf, None, config)
+    shapes = adapted_shapes(hf.state_dict())
+    small = random_adapters(shapes, rank=4, scaling=1.0, seed=3)
+    small = AdapterWeights(
+        {k: v * (1e-2 if k.endswith("lora_B") else 1.0) for k, v in small.tensors.items()}, 1.0
+    )
+    merged = merge_adapters({k: v.clone() for k, v in hf.state_dict().items()} | small.tensors, 1.0)
+    bf16_merge_lost = sum(
+        int(torch.equal(merged[k].bfloat16(), v.bfloat16()))
+        for k, v in hf.state_dict().items()
+        if k in merged
+    )
+    assert bf16_merge_lost > 0  # some weights' change rounds away entirely in bf16 ...
+    engine.load_weights(small)
+    proj = engine.model.layers[0].mlp.down_proj  # bf16 weight, bf16 adapters beside it
+    name = "model.layers.0.mlp.down_proj"
+    x = torch.randn(64, proj.in_features, generator=torch.Generator().manual_seed(0)).bfloat16()
+    a, b = small.tensors[name + ".lora_A"].bfloat16(), small.tensors[name + ".lora_B"].bfloat16()
+    with torch.no_grad():
+        # the trainer's bf16 forward (LoRALinear under FSDP's bf16 compute): base output + adapter output
+        trainer = F.linear(x, proj.weight) + F.linear(F.linear(x, a), b)
+        engine_out = proj(x)
+        merged_out = F.linear(x, merged[name + ".weight"].bfloat16())
+    truth = (x.float() @ merged[name + ".weight"].T).float()
+    change = (trainer.float() - F.linear(x, proj.weight).float()).norm()
+    assert change > 0  # the adapters do change the trainer's output
+    # the engine computes what the trainer computes; a bf16 merge rounds the weights' change differently
+    assert (engine_out.float() - trainer.float()).norm() < 0.25 * (
+        merged_out.float() - trainer.float()
+    ).norm()
+    assert (engine_out.float() - truth).norm() <= (merged_out.float() - truth).norm() * 1.05
 
 
 def test_transformers_engine_merges_adapters_without_drift():

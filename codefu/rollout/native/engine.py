@@ -49,7 +49,6 @@ import torch
 from torch import Tensor
 
 from codefu.models import DTYPE_BY_NAME, resolve_dtype_name
-from codefu.models.lora import AdapterWeights
 from codefu.rollout.engine import EngineConfig, eos_ids, in_prompt_order, load_for_engine
 from codefu.rollout.follow_ups import FollowUp, FollowUps
 from codefu.rollout.native.attention import AttentionMetadata
@@ -306,10 +305,13 @@ class NativeEngine:
         self._attach(self.cache)
         self.allocator = self._new_allocator()
         if self.device.type == "cuda" and self.config.cuda_graphs:
-            with torch.no_grad():
-                self.graphs = DecodeGraphs(
-                    self._decode_forward, self.config.max_num_seqs, torch.from_numpy(self._pad), self.device
-                )
+            self.graphs = self._new_graphs()
+
+    def _new_graphs(self) -> DecodeGraphs:
+        with torch.no_grad():
+            return DecodeGraphs(
+                self._decode_forward, self.config.max_num_seqs, torch.from_numpy(self._pad), self.device
+            )
 
     def _new_allocator(self) -> BlockAllocator:
         prefix_cache = PrefixCache(self.block_size) if self.config.prefix_caching else None
@@ -414,13 +416,12 @@ class NativeEngine:
             if self._in_flight is not None:
                 previous, self._in_flight = self._in_flight, None
                 self._take_in(previous)
-            first_adapters = isinstance(state, AdapterWeights) and not self.model.adapter_merger.base
-            if first_adapters and self.device.type == "cuda" and not self._loads_wait_for_a_step:
-                # the engine keeps a copy of the adapted weights' base values from now on (13 GB at 7B),
-                # which a KV cache sized before may have left no room for (seen: out of memory at 7B on an
-                # 80 GB card): the cache goes, and the next generate takes what fits beside the copy
-                self.release_memory()
+            layout = self.model.adapter_layout_version
             self.model.load_weights(state)
+            if self.model.adapter_layout_version != layout and self.graphs is not None:
+                # LoRA adapters came, went or changed shape: graphs captured without them would replay
+                # the old forward; new ones are captured per batch size at their first use
+                self.graphs = self._new_graphs()
             for seq in self._seqs:
                 seq.stale_kv = bool(seq.block_table)  # running: its K/V are the old weights'
             if self.allocator is not None:

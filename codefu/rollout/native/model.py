@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from codefu.models.lora import AdapterMerger, AdapterWeights
+from codefu.models.lora import AdapterWeights
 from codefu.rollout.native.attention import AttentionMetadata, attention, store_kv
 
 SUPPORTED = ("llama", "qwen2", "qwen3", "mistral")
@@ -322,14 +322,32 @@ class QKNorm(nn.Module):
         return torch.cat((normed.flatten(1), qkv[:, qk_size:]), dim=-1)
 
 
+class AdaptableLinear(nn.Linear):
+    """nn.Linear with an optional low-rank term, LoRA's adapters kept apart from the weight (not merged:
+    a bf16 weight would round small adapter changes away): x W^T + b + (x A^T) B^T, A [R, in], B [out, R]
+    with the scaling folded in. The adapters of a fused projection (q, k and v) sit side by side in A's
+    rows, each in its own block of B. A sync copies into the same tensors (CUDA graphs keep reading them)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias=bias)
+        self.lora_a: Tensor | None = None
+        self.lora_b: Tensor | None = None
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = F.linear(x, self.weight, self.bias)
+        if self.lora_a is None or self.lora_b is None:
+            return out
+        return out + F.linear(F.linear(x, self.lora_a), self.lora_b)
+
+
 class Attention(nn.Module):
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = spec.num_heads, spec.num_kv_heads, spec.head_dim
         self.q_size = spec.num_heads * spec.head_dim
         self.kv_size = spec.num_kv_heads * spec.head_dim
-        self.qkv_proj = nn.Linear(spec.hidden_size, self.q_size + 2 * self.kv_size, bias=spec.qkv_bias)
-        self.o_proj = nn.Linear(self.q_size, spec.hidden_size, bias=spec.o_bias)
+        self.qkv_proj = AdaptableLinear(spec.hidden_size, self.q_size + 2 * self.kv_size, bias=spec.qkv_bias)
+        self.o_proj = AdaptableLinear(self.q_size, spec.hidden_size, bias=spec.o_bias)
         self.scale = spec.head_dim**-0.5
         self.qk_norm = QKNorm(spec) if spec.qk_norm else None
         self.k_cache: Tensor | None = None  # [num_blocks, block_size, Hkv, D], set by the engine
@@ -359,8 +377,8 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__()
-        self.gate_up_proj = nn.Linear(spec.hidden_size, 2 * spec.intermediate_size, bias=spec.mlp_bias)
-        self.down_proj = nn.Linear(spec.intermediate_size, spec.hidden_size, bias=spec.mlp_bias)
+        self.gate_up_proj = AdaptableLinear(spec.hidden_size, 2 * spec.intermediate_size, bias=spec.mlp_bias)
+        self.down_proj = AdaptableLinear(spec.intermediate_size, spec.hidden_size, bias=spec.mlp_bias)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down_proj(silu_mul(self.gate_up_proj(x)))
@@ -398,7 +416,8 @@ class NativeCausalLM(nn.Module):
             spec.rope_inv_freq, spec.rope_attention_scaling, max_len or spec.max_position_embeddings
         )
         self._dropped_shapes: dict[str, torch.Size] = {}  # what drop_weights freed, to allocate again
-        self.adapter_merger = AdapterMerger()  # the base of LoRA-adapted weights (trainer.lora)
+        # bumped whenever adapters appear, go or change shape: captured CUDA graphs must be captured again
+        self.adapter_layout_version = 0
         if spec.tie_word_embeddings:
             self.lm_head_weight = self.embed_tokens.weight
         else:
@@ -481,14 +500,11 @@ class NativeCausalLM(nn.Module):
         must be given, except lm_head.weight when it is tied to the embeddings. Dropped weights
         (`drop_weights`) get their memory back first, once the names are known to be complete.
 
-        LoRA adapters (`AdapterWeights`) are merged into the weights they adapt, from the base values held
-        at the first such load (codefu.models.lora.AdapterMerger); full weights are a new base."""
+        LoRA adapters (`AdapterWeights`) go beside the weights they adapt (`load_adapters`); full weights
+        are the whole policy: adapters held go."""
         if isinstance(state, AdapterWeights):
-            if self.weights_dropped:
-                raise RuntimeError("load_weights: adapters need the base weights in place (now dropped)")
-            self.adapter_merger.apply(self.hf_targets(), state)
+            self.load_adapters(state)
             return
-        self.adapter_merger.forget()
         targets = self.hf_targets()  # the names are known with the weights dropped too (empty views)
         unexpected = sorted(set(state) - set(targets))
         if unexpected:
@@ -512,6 +528,83 @@ class NativeCausalLM(nn.Module):
                 )
         for name, value in state.items():
             targets[name].copy_(value)
+        self._set_adapters({})
+
+    def adapter_slots(self) -> dict[str, tuple[AdaptableLinear, int, int]]:
+        """HF module name -> (our projection, its rows [lo, hi) there): q/k/v in qkv_proj, gate/up in
+        gate_up_proj, o_proj and down_proj whole."""
+        spec, slots = self.spec, {}
+        q, kv, n = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim, spec.intermediate_size
+        for i, layer in enumerate(self.layers):
+            p, attn, mlp = f"model.layers.{i}.", layer.self_attn, layer.mlp
+            for name, (lo, hi) in zip("qkv", [(0, q), (q, q + kv), (q + kv, q + 2 * kv)], strict=True):
+                slots[p + f"self_attn.{name}_proj"] = (attn.qkv_proj, lo, hi)
+            slots[p + "self_attn.o_proj"] = (attn.o_proj, 0, attn.o_proj.out_features)
+            slots[p + "mlp.gate_proj"] = (mlp.gate_up_proj, 0, n)
+            slots[p + "mlp.up_proj"] = (mlp.gate_up_proj, n, 2 * n)
+            slots[p + "mlp.down_proj"] = (mlp.down_proj, 0, mlp.down_proj.out_features)
+        return slots
+
+    @torch.no_grad()
+    def load_adapters(self, adapters: AdapterWeights) -> None:
+        """LoRA adapters (trainer.lora) beside the projections they adapt, unmerged; the weights stay
+        as loaded. Projections without adapters in `adapters` lose theirs. Errors name the module."""
+        slots = self.adapter_slots()
+        modules = adapters.modules()
+        if unknown := [m for m in modules if m not in slots]:
+            raise KeyError(
+                "load_weights: the native engine takes adapters on the attention and MLP projections "
+                f"only (trainer.lora.target_modules), not {unknown[:5]}"
+            )
+        grouped: dict[int, list[tuple[str, int, int]]] = {}
+        for m in modules:
+            linear, lo, hi = slots[m]
+            grouped.setdefault(id(linear), []).append((m, lo, hi))
+        dtype, device = self.embed_tokens.weight.dtype, self.embed_tokens.weight.device
+        new: dict[int, tuple[AdaptableLinear, Tensor, Tensor]] = {}
+        for parts in grouped.values():
+            linear = slots[parts[0][0]][0]
+            pieces = [adapters.delta(m, device, dtype) for m, _, _ in parts]  # (scaling * B, A) each
+            for (m, lo, hi), (b, a) in zip(parts, pieces, strict=True):
+                if a.shape[1] != linear.in_features or b.shape[0] != hi - lo:
+                    raise ValueError(
+                        f"load_weights: the adapter of {m} is ({b.shape[0]} x {a.shape[1]}), the model's "
+                        f"weight ({hi - lo}, {linear.in_features})"
+                    )
+            lora_a = torch.cat([a for _, a in pieces])
+            lora_b = torch.zeros(linear.out_features, lora_a.shape[0], dtype=dtype, device=device)
+            col = 0
+            for (_, lo, hi), (b, a) in zip(parts, pieces, strict=True):
+                lora_b[lo:hi, col : col + a.shape[0]] = b
+                col += a.shape[0]
+            new[id(linear)] = (linear, lora_a, lora_b)
+        self._set_adapters(new)
+
+    def _set_adapters(self, new: dict[int, tuple[AdaptableLinear, Tensor, Tensor]]) -> None:
+        """Every projection's adapters as `new` says (none where it says nothing): copied into the tensors
+        a projection holds where the shapes agree (CUDA graphs read those), else replaced, and then the
+        layout's version moves on."""
+        changed = False
+        for module in self.modules():
+            if not isinstance(module, AdaptableLinear):
+                continue
+            if id(module) not in new:
+                changed |= module.lora_a is not None
+                module.lora_a = module.lora_b = None
+                continue
+            _, lora_a, lora_b = new[id(module)]
+            if (
+                module.lora_a is not None
+                and module.lora_b is not None
+                and (module.lora_a.shape == lora_a.shape and module.lora_b.shape == lora_b.shape)
+            ):
+                module.lora_a.copy_(lora_a)
+                module.lora_b.copy_(lora_b)
+            else:
+                module.lora_a, module.lora_b = lora_a, lora_b
+                changed = True
+        if changed:
+            self.adapter_layout_version += 1
 
 
 __all__ = [
