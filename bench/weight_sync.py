@@ -11,11 +11,11 @@ placement uses: `state_dict_for_sync` (GPU -> CPU) and the engine's `load_weight
 --check: the engine starts from OTHER random weights; after one IPC sync its greedy output must equal that
 of an engine built from the trainer's weights.
 
---lora-rank R (trainer.lora): the trainer is a LoRA policy (bf16 base, fp32 adapters of rank R on the
-attention and MLP projections, after one update on a random batch: B is no longer 0), and a sync sends
-only the adapters through CUDA IPC, which the engine merges into its weights from the exact base copy it
-keeps (codefu.models.lora.AdapterMerger; the first sync also takes that copy: read ipc[1:]). Run it
-beside the full sync on the same card to compare: the issue's goal is >= 5x faster at 7B.
+--lora-rank R (trainer.lora; with --master-dtype bfloat16 as configs/gpu-7b-lora.yaml): the trainer is a
+LoRA policy (fp32 adapters of rank R on the attention and MLP projections, after one update on a random
+batch: B is no longer 0), and a sync sends only the adapters through CUDA IPC, which the native engine
+copies beside its weights (unmerged; the first sync allocates them: read ipc[1:]). Run it beside the
+full sync on the same card to compare: the issue's goal is >= 5x faster at 7B. Not with --check.
 
 Writes the timings with the command, commit and machine to --out (bench/record.py; default
 docs/results/<date>-weight-sync-<model>.json). On an 80 GB card the 7B needs `--engine-memory-fraction 0.9`
@@ -60,6 +60,8 @@ def main() -> None:
     )
     record.add_out_argument(p, "weight-sync-MODEL")
     args = p.parse_args()
+    if args.check and args.lora_rank:
+        p.error("--check compares full syncs only (an engine from other weights takes full weights)")
     head = record.header()
     name = f"weight-sync-{args.model}" + (f"-lora{args.lora_rank}" if args.lora_rank else "")
     out = record.resolve_out(args.out, name, smoke=args.model == "tiny")
@@ -87,7 +89,7 @@ def main() -> None:
         from codefu.models.lora import LoRAConfig
 
         lora = LoRAConfig(rank=args.lora_rank, alpha=2.0 * args.lora_rank)
-        tcfg = replace(tcfg, master_dtype="bfloat16", lora=lora)
+        tcfg = replace(tcfg, lora=lora)
     kind = "policy" if args.lora_rank else "reference"
     (trainer,) = make_trainer_ranks(tcfg, 1, kind=kind, num_gpus=0.5)
     if args.lora_rank:  # B starts at zero: one update on a random batch makes the adapters real
