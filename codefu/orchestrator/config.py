@@ -14,7 +14,7 @@ from codefu.data.mixing import TrainSource, check_train
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.judge.rewards import REWARDS
-from codefu.models.lora import LoRAConfig
+from codefu.models.lora import DEFAULT_TARGET_MODULES, LoRAConfig
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.layout import ResourcesConfig
 from codefu.rollout.engine import ENGINES, EngineSettings
@@ -138,7 +138,10 @@ class CriticConfig:
     so the first policy updates use a critic that has seen some returns."""
 
     def trainer_config(self, trainer: TrainerConfig) -> TrainerConfig:
-        """The critic's workers' config: the trainer's, with the critic's model and learning rate."""
+        """The critic's workers' config: the trainer's, with the critic's model and learning rate. With
+        trainer.lora the critic still trains every weight of its own copy, so it keeps fp32 master weights
+        (master_dtype float32) whatever trainer.master_dtype says: LoRA's bfloat16 is for the policy's
+        frozen base, and a full copy stored in bf16 loses updates at small learning rates."""
         own_model = self.model is not None
         return replace(
             trainer,
@@ -149,6 +152,7 @@ class CriticConfig:
             kl_coef=0.0,
             entropy_coef=0.0,
             lora=LoRAConfig(),  # the critic trains every weight of its own copy (and its value head)
+            master_dtype="float32" if trainer.lora.enabled else trainer.master_dtype,
         )
 
 
@@ -277,6 +281,14 @@ def check_run_config(cfg: RunConfig) -> None:
         ("trainer.norm_length", t.norm_length >= 0, ">= 0 (0: the batch's padded length)"),
         ("trainer.logprob_chunk_tokens", t.logprob_chunk_tokens >= 1, ">= 1"),
         ("trainer.uncheckpointed_layers", t.uncheckpointed_layers >= 0, ">= 0"),
+        (
+            "trainer.lora.target_modules",
+            not t.lora.enabled
+            or r.engine != "native"
+            or all(m.rsplit(".", 1)[-1] in DEFAULT_TARGET_MODULES for m in t.lora.target_modules),
+            f"within {list(DEFAULT_TARGET_MODULES)} with rollout.engine native (its adapters go beside the "
+            "attention and MLP projections)",
+        ),
         (
             "trainer.lora.rank",
             not t.lora.enabled or r.engine != "vllm",
