@@ -28,9 +28,7 @@ def write_hf_model(
     from safetensors.torch import save_file
 
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = fresh_sibling(path)
     tied = bool(getattr(hf_config, "tie_word_embeddings", False))
     tensors = {}
     for k, v in state_dict.items():
@@ -57,6 +55,20 @@ def write_hf_model(
         tokenizer.save_pretrained(tmp)
     for name, text in (extra_files or {}).items():
         (tmp / name).write_text(text)
+    return move_into_place(tmp, path)
+
+
+def fresh_sibling(path: Path) -> Path:
+    """An empty PATH.tmp to write a folder in before `move_into_place` (a leftover one is removed)."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def move_into_place(tmp: Path, path: Path) -> Path:
+    """The finished folder `tmp` becomes `path`; an earlier `path` moves aside first and is removed after,
+    so there is never a moment without a complete folder there."""
     old = path.with_name(path.name + ".old")
     if path.exists():
         shutil.rmtree(old, ignore_errors=True)
@@ -66,4 +78,4 @@ def write_hf_model(
     return path
 
 
-__all__ = ["write_hf_model"]
+__all__ = ["fresh_sibling", "move_into_place", "write_hf_model"]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from codefu.models.export import fresh_sibling, move_into_place
 
 #: the attention and MLP projections of Llama, Qwen2/3, Mistral (PEFT's names for them)
 DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -275,21 +276,13 @@ def save_peft_adapter(
     from safetensors.torch import save_file
 
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = fresh_sibling(path)
     tensors = {
         f"{_PEFT_PREFIX}{k}.weight": v.detach().to("cpu").contiguous().clone() for k, v in adapters.items()
     }
     save_file(tensors, str(tmp / ADAPTER_WEIGHTS), metadata={"format": "pt"})
     (tmp / ADAPTER_CONFIG).write_text(json.dumps(peft_config(cfg, base_model), indent=2) + "\n")
-    old = path.with_name(path.name + ".old")
-    if path.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        path.rename(old)
-    tmp.rename(path)
-    shutil.rmtree(old, ignore_errors=True)
-    return path
+    return move_into_place(tmp, path)
 
 
 def load_peft_adapter(path: str | Path) -> tuple[dict[str, Tensor], dict[str, Any]]:
@@ -305,9 +298,7 @@ def load_peft_adapter(path: str | Path) -> tuple[dict[str, Tensor], dict[str, An
     return tensors, config
 
 
-def adapter_shapes_differ(
-    saved: dict[str, Sequence[int]], expected: dict[str, Sequence[int]]
-) -> str | None:
+def adapter_shapes_differ(saved: dict[str, Sequence[int]], expected: dict[str, Sequence[int]]) -> str | None:
     """The first difference between a checkpoint's adapter shapes and this model's, in words; None if none."""
     for key in sorted(set(saved) | set(expected)):
         if key not in saved:
