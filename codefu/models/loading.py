@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -73,11 +74,43 @@ def model_problem(model: str, gguf_file: str | None = None) -> str | None:
     if path.suffix == ".gguf":
         return None if path.is_file() else "no such file"
     if path.is_dir():
+        if gguf_file is None and is_adapter_folder(model):
+            return adapter_folder_problem(model)
         wanted = gguf_file or "config.json"
         return None if (path / wanted).is_file() else f"not a model folder (no {wanted} in it)"
     if path.exists():
         return "not a model: give an HF model folder or a .gguf file"
     return _hub_problem(model, gguf_file)
+
+
+def is_adapter_folder(model: str | Path) -> bool:
+    """PEFT's LoRA adapter folder (adapter_config.json and no config.json): what a LoRA run exports with
+    trainer.lora.export adapter (RUN_DIR/model, step_N/hf, step_N/adapter), not a model."""
+    from codefu.models.lora import ADAPTER_CONFIG
+
+    path = Path(model)
+    return (path / ADAPTER_CONFIG).is_file() and not (path / "config.json").is_file()
+
+
+def adapter_base_model(model: str | Path) -> str | None:
+    """The base model an adapter folder's adapter_config.json names (base_model_name_or_path), or None."""
+    from codefu.models.lora import ADAPTER_CONFIG
+
+    try:
+        base = json.loads((Path(model) / ADAPTER_CONFIG).read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return base if isinstance(base, str) and base else None
+
+
+def adapter_folder_problem(model: str | Path) -> str:
+    """Why an adapter folder is not a model: what it holds, for which base, and what to do instead."""
+    base = adapter_base_model(model)
+    return (
+        f"PEFT's folder of LoRA adapters (trainer.lora.export: adapter) for the base model "
+        f"{base or '(not named in its adapter_config.json)'}, not a whole model: export the run merged "
+        f"(trainer.lora.export: merged), or load it with peft.PeftModel.from_pretrained(base, path)"
+    )
 
 
 def _hub_problem(repo_id: str, gguf_file: str | None) -> str | None:

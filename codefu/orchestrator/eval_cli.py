@@ -6,7 +6,10 @@ its 95% bootstrap interval over problems; with --baseline, the paired difference
                 [--temperature 1.0] [--top-p 1.0] [--top-k 0] [--engine transformers|native|vllm|auto]
                 [--dtype auto] [--seed 0] [--max-problems N] ...
 
-PATH is an HF folder (e.g. a checkpoint's HF export), a .gguf file, or `smollm2` (the bundled default).
+PATH is an HF folder (e.g. a checkpoint's HF export), a .gguf file, or `smollm2` (the bundled default);
+or PEFT's folder of LoRA adapters (a LoRA run's RUN_DIR/model with trainer.lora.export: adapter): its
+adapters are merged into the base model its adapter_config.json names, in the eval dtype, in a temporary
+folder that is evaluated and removed.
 pass@k is the unbiased estimator of Chen et al. (2021) over n samples per problem; its interval is the
 percentile bootstrap over problems (codefu.observability.passk), seeded by --seed. Sampling and judging
 go through the loop's own validation path (codefu.orchestrator.evaluation), with any engine in this
@@ -61,6 +64,7 @@ import argparse
 import json
 import logging
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -75,6 +79,7 @@ from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS, check_tested
 from codefu.judge.sandbox import SandboxConfig
 from codefu.models import DTYPE_BY_NAME, model_problem
+from codefu.models.loading import is_adapter_folder
 from codefu.observability.passk import (
     by_bucket,
     group_by_bucket,
@@ -372,6 +377,28 @@ def load_baseline(path: str, dataset: str, sampling: Mapping[str, Any]) -> dict[
     return data
 
 
+def merged_adapter_model(flag: str, path: str, into: Path, dtype: str) -> Path:
+    """PEFT's LoRA adapter folder `path` merged into the base model its adapter_config.json names (each
+    adapted weight W + (alpha / r) B A, in fp32, then `dtype`), written as an HF folder at `into`.
+    CodefuError naming `flag` when the base is not named or not found, or the adapters are of a kind
+    codefu does not write (rsLoRA, DoRA, per-layer ranks)."""
+    from codefu.models import load_model, write_hf_model
+    from codefu.models.loading import adapter_base_model, adapter_folder_problem
+    from codefu.models.lora import load_peft_adapter, merge_adapters
+
+    base = adapter_base_model(path)
+    if base is None:
+        raise CodefuError(f"{flag} {path}: {adapter_folder_problem(path)}")
+    if problem := model_problem(base):
+        raise CodefuError(f"{flag} {path}: LoRA adapters for the base model {base}, which is {problem}")
+    tensors, config = load_peft_adapter(path)
+    if config.get("use_rslora") or config.get("use_dora") or config.get("rank_pattern"):
+        raise CodefuError(f"{flag} {path}: {adapter_folder_problem(path)} (rsLoRA, DoRA or per-layer ranks)")
+    lm, tokenizer = load_model(base, dtype=dtype)
+    merged = merge_adapters(lm.state_dict() | tensors, config["lora_alpha"] / config["r"])
+    return write_hf_model(into, merged, lm.config, tokenizer)
+
+
 def sample_and_judge(
     model_arg: str, problems: list[Problem], args: argparse.Namespace, judge: Judge, label: str = ""
 ) -> Evaluation:
@@ -489,7 +516,7 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline is not None and not args.baseline.endswith(".json"):
         models.append(("--baseline", args.baseline))
     for flag, model in models:
-        if problem := model_problem(model):
+        if not is_adapter_folder(model) and (problem := model_problem(model)):
             raise CodefuError(f"{flag} {model}: {problem}")
     for p in problems:
         if p.prompt is None:
@@ -504,11 +531,18 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"dtype {args.dtype} ({dtype_why})" + (", the baseline's too" if len(models) > 1 else ""), flush=True
     )
-    with Judge(config) as judge:
-        evaluation = sample_and_judge(args.model, problems, args, judge, f" (model {args.model})")
+    with tempfile.TemporaryDirectory(prefix="codefu-eval-") as scratch, Judge(config) as judge:
+        source = {}  # an adapter folder -> its merged model
+        for i, (flag, model) in enumerate(models):
+            if is_adapter_folder(model):
+                print(f"{flag} {model}: LoRA adapters, merged into their base model", flush=True)
+                source[model] = str(merged_adapter_model(flag, model, Path(scratch) / str(i), args.dtype))
+        model_a = source.get(args.model, args.model)
+        evaluation = sample_and_judge(model_a, problems, args, judge, f" (model {args.model})")
         correct, statuses = evaluation.accepted(), dict(evaluation.statuses)
         if args.baseline is not None and baseline_file is None:
-            b_eval = sample_and_judge(args.baseline, problems, args, judge, f" (baseline {args.baseline})")
+            model_b = source.get(args.baseline, args.baseline)
+            b_eval = sample_and_judge(model_b, problems, args, judge, f" (baseline {args.baseline})")
             baseline_counts = b_eval.accepted(), dict(b_eval.statuses)
     table = passk_by_bucket(correct, buckets, args.n, ks)
     ci95 = ci_by_bucket(correct, buckets, args.n, ks, seed=args.seed)

@@ -218,7 +218,9 @@ def save_state(cfg: RunConfig, roles: Roles, sampler: Sampler, run_dir: Path, do
     checkpoint); else a checkpoint every loop.save_every steps and at this session's `last` step."""
     finished = done == cfg.loop.steps
     if finished:
-        roles.export_hf(str(run_dir / FINAL_MODEL))  # loads in plain transformers
+        # a plain HF model, or with trainer.lora.export adapter PEFT's adapter folder (codefu eval merges
+        # it into its base); either way with the export marker that resume_point looks for
+        roles.export_hf(str(run_dir / FINAL_MODEL))
     if finished and not cfg.loop.keep_final_state:
         roles.drop_checkpoints(str(run_dir / "checkpoints"))
     elif last or (cfg.loop.save_every and done % cfg.loop.save_every == 0):

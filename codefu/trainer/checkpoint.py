@@ -3,8 +3,10 @@
 Layout of one checkpoint (`<root>/step_00000042/`):
   .metadata, __*_*.distcp   DCP: model + AdamW state, sharded; DCP reshards on load, so a checkpoint
                             written by N ranks loads on M ranks
-  trainer_state.pt          step, LR scheduler, saved world size, the caller's extra_state (rank 0)
+  trainer_state.pt          step, LR scheduler, saved world size, the caller's extra_state and settings
+                            (rank 0)
   rng_rank<r>.pt            python / numpy / torch (+ CUDA) RNG states of rank r
+  (write_extra's files)     e.g. LoRA's PEFT adapter folder `adapter/`
 
 Every rank writes into `<path>.tmp`; after a barrier rank 0 renames it to `<path>`, so a crash mid-save
 leaves the previous checkpoints untouched (a leftover `.tmp` is ignored and overwritten). With several
@@ -17,6 +19,7 @@ import json
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +100,14 @@ def save_checkpoint(
     scheduler: torch.optim.lr_scheduler.LRScheduler,
     step: int,
     extra_state: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    write_extra: Callable[[Path], Any] | None = None,
 ) -> Path:
-    """Write a checkpoint to `path` atomically (all ranks call it). Returns `path`."""
+    """Write a checkpoint to `path` atomically (all ranks call it). Returns `path`.
+
+    `settings`: config values (by their key, e.g. "trainer.lora.alpha") a resume must have the same
+    (`load_checkpoint` compares them). `write_extra(tmp)`: called on every rank (it may be a collective)
+    to write more files into the checkpoint's folder before the rename makes it visible."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     rank = dist.get_rank()
@@ -109,6 +118,8 @@ def save_checkpoint(
     model_sd, optim_sd = get_state_dict(model, optimizer)
     dcp.save({"model": trained_only(model, model_sd), "optim": optim_sd}, checkpoint_id=str(tmp))
     torch.save(rng_state(), tmp / f"rng_rank{rank}.pt")
+    if write_extra is not None:
+        write_extra(tmp)
     if rank == 0:
         state = {
             "format_version": FORMAT_VERSION,
@@ -116,6 +127,7 @@ def save_checkpoint(
             "scheduler": scheduler.state_dict(),
             "world_size": dist.get_world_size(),
             "extra_state": extra_state or {},
+            "settings": settings or {},
         }
         torch.save(state, tmp / STATE_FILE)
     dist.barrier()  # every shard and RNG file is on disk before the rename makes the checkpoint visible
@@ -135,21 +147,25 @@ def load_checkpoint(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
+    settings: dict[str, Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Load a checkpoint written at any world size into this (already sharded) model and its optimizer.
-    Returns (step, extra_state). Rank r restores the RNG state of saved rank r % saved_world_size."""
+    Returns (step, extra_state). Rank r restores the RNG state of saved rank r % saved_world_size.
+    `settings`: this run's values of what `save_checkpoint` recorded (`check_settings_match`)."""
     path = Path(path)
+    meta = torch.load(path / STATE_FILE, weights_only=False)
     # get_state_dict initializes AdamW's state (a zero-lr step) so DCP knows what to read into
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": trained_only(model, model_sd), "optim": optim_sd}
     check_adapters_match(path, state["model"])
+    check_settings_match(path, meta.get("settings", {}), settings or {})
     dcp.load(state, checkpoint_id=str(path))
-    # LoRA: only the adapters were saved; the frozen base is the model's own (trainer.model)
-    options = StateDictOptions(strict=len(state["model"]) == len(model_sd))
+    # LoRA: only the adapters were saved; the frozen base is the model's own (trainer.model). Full
+    # fine-tuning loads every key strictly, as it always did
+    options = StateDictOptions(strict=state["model"] is model_sd)
     set_state_dict(
         model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"], options=options
     )
-    meta = torch.load(path / STATE_FILE, weights_only=False)
     scheduler.load_state_dict(meta["scheduler"])
     src = dist.get_rank() % meta["world_size"]
     set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
@@ -157,10 +173,25 @@ def load_checkpoint(
 
 
 def trained_only(model: nn.Module, model_sd: dict[str, Any]) -> dict[str, Any]:
-    """The entries of `model_sd` that train (all of them, unless LoRA froze the base: then the adapters;
-    the frozen base is not saved, it is trainer.model)."""
+    """`model_sd` itself when every parameter trains (full fine-tuning: every key, a tied lm_head included,
+    which `named_parameters` lists once); when some are frozen (LoRA froze the base), the entries of the
+    trained ones (the adapters: the frozen base is not saved, it is trainer.model)."""
+    if all(p.requires_grad for p in model.parameters()):
+        return model_sd
     trained = {name for name, p in model.named_parameters() if p.requires_grad}
     return {k: v for k, v in model_sd.items() if k in trained}
+
+
+def check_settings_match(path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
+    """A ValueError naming the first config key (e.g. trainer.lora.alpha, trainer.model) whose value this
+    run gives differently from the checkpoint's record, with both values. Keys only one side has are not
+    compared (a checkpoint from before the record, or one the adapter check has already refused)."""
+    for key in sorted(saved.keys() & current.keys()):
+        if saved[key] != current[key]:
+            raise ValueError(
+                f"checkpoint {path} was written with {key}={saved[key]!r}, this run has {key}="
+                f"{current[key]!r}: resume it with {key}={saved[key]!r}, or start a new run"
+            )
 
 
 def check_adapters_match(path: Path, model_sd: dict[str, Any]) -> None:
@@ -199,3 +230,11 @@ def export_hf(path: str | Path, state_dict: dict[str, Tensor], hf_config: Any, t
     Call on one rank."""
     marker = {EXPORT_MARKER: json.dumps({"format_version": FORMAT_VERSION}) + "\n"}
     return write_hf_model(path, state_dict, hf_config, tokenizer, extra_files=marker)
+
+
+def mark_adapter_export(path: str | Path) -> Path:
+    """Put the export marker into a complete LoRA adapter export (PEFT's folder, trainer.lora.export:
+    adapter), written last, so a finished run is recognised by it as by a model's. Call on one rank."""
+    marker = Path(path) / EXPORT_MARKER
+    marker.write_text(json.dumps({"format_version": FORMAT_VERSION, "lora_adapter": True}) + "\n")
+    return marker

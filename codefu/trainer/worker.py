@@ -572,6 +572,7 @@ class TrainerWorker:
         if self.optimizer is None:
             raise RuntimeError("save() on a frozen (reference) worker: it never changes")
         self.reload_optimizer()
+        lora = self.cfg.lora.enabled
         path = ckpt.save_checkpoint(
             ckpt.checkpoint_path(root, self.step if name_step is None else name_step),
             self.model,
@@ -579,9 +580,10 @@ class TrainerWorker:
             self.scheduler,
             self.step,
             extra_state,
+            settings=self.resume_settings(),
+            # beside the resumable state, inside the atomic rename: the adapters as PEFT reads them
+            write_extra=(lambda tmp: self.save_adapter(tmp / "adapter")) if lora else None,
         )
-        if self.cfg.lora.enabled:  # beside the resumable state: the adapters as PEFT reads them
-            self.save_adapter(Path(path) / "adapter")
         if self.rank == 0 and self.cfg.keep_last > 0:
             ckpt.prune_checkpoints(root, self.cfg.keep_last)
         dist.barrier()
@@ -606,14 +608,37 @@ class TrainerWorker:
                 raise FileNotFoundError(f"no checkpoint in {path}")
             path = latest
         self.model.reshard()
-        self.step, extra = ckpt.load_checkpoint(path, self.model, self.optimizer, self.scheduler)
+        self.step, extra = ckpt.load_checkpoint(
+            path, self.model, self.optimizer, self.scheduler, self.resume_settings()
+        )
         return extra
+
+    def resume_settings(self) -> dict[str, Any]:
+        """What a checkpoint records beyond its tensors and a resume must give the same (by config key):
+        with LoRA the base model (the checkpoint holds only the adapters) and the adapters' settings (alpha
+        is in no tensor's shape); nothing for full fine-tuning, whose checkpoint holds every weight."""
+        if not self.cfg.lora.enabled:
+            return {}
+        lora = self.cfg.lora
+        return {
+            "trainer.model": self.cfg.model,
+            "trainer.gguf_file": self.cfg.gguf_file,
+            "trainer.lora.rank": lora.rank,
+            "trainer.lora.alpha": lora.alpha,
+            "trainer.lora.dropout": lora.dropout,
+            "trainer.lora.target_modules": sorted(lora.target_modules),
+        }
 
     def export_hf(self, path: str | Path, dtype: torch.dtype | None = None) -> str:
         """An HF directory (config, model.safetensors, tokenizer) that plain `from_pretrained` loads. dtype
-        defaults to the compute dtype (bf16 on GPU). A collective: call on every rank; rank 0 writes."""
+        defaults to the compute dtype (bf16 on GPU). With trainer.lora.export adapter, PEFT's adapter folder
+        instead (`save_adapter`). Both carry the export marker. A collective: call on every rank; rank 0
+        writes."""
         if self.cfg.lora.enabled and self.cfg.lora.export == "adapter":
-            self.save_adapter(path)
+            self.save_adapter(path)  # PEFT's folder (no model: eval merges it into its base)
+            if self.rank == 0:
+                ckpt.mark_adapter_export(path)  # a finished run's, as a model export's
+            dist.barrier()
             return str(path)
         sd = self.state_dict_for_sync(to_cpu=True, dtype=dtype)
         if self.rank == 0:

@@ -1,5 +1,6 @@
 """trainer.lora in the run's config: errors name the key and where its value came from, a LoRA run with a
-KL term places no reference ranks, vLLM is refused, and the critic trains every weight."""
+KL term places no reference ranks, vLLM is refused, and the critic trains every weight (in fp32 master
+weights)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,11 @@ def test_the_critic_trains_every_weight_whatever_trainer_lora_says():
     cfg = load("trainer.lora.rank=8", "algo.estimator=ppo")
     assert cfg.trainer.lora.enabled
     assert not cfg.critic.trainer_config(cfg.trainer).lora.enabled
+
+
+def test_the_critic_keeps_fp32_master_weights_beside_a_bf16_lora_base():
+    cfg = load("trainer.lora.rank=8", "trainer.master_dtype=bfloat16", "algo.estimator=ppo")
+    assert cfg.trainer.master_dtype == "bfloat16"  # the policy's frozen base
+    assert cfg.critic.trainer_config(cfg.trainer).master_dtype == "float32"  # a full copy that trains
+    full = load("trainer.master_dtype=bfloat16", "algo.estimator=ppo")
+    assert full.critic.trainer_config(full.trainer).master_dtype == "bfloat16"  # as asked, without LoRA

@@ -20,6 +20,7 @@ from codefu.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoRAConfig, is_a
 from codefu.models.tiny import save_tiny_model
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.trainer import TrainerConfig, TrainerWorker
+from codefu.trainer.checkpoint import EXPORT_MARKER
 from codefu.trainer.testing import random_batch
 
 VOCAB = 128
@@ -234,7 +235,7 @@ def test_export_adapter_is_a_peft_folder(tiny_dir, tmp_path):
     w.update(batch)
     out = w.export_hf(tmp_path / "adapter")
     assert sorted(p.name for p in (tmp_path / "adapter").iterdir()) == sorted(
-        [ADAPTER_CONFIG, ADAPTER_WEIGHTS]
+        [ADAPTER_CONFIG, ADAPTER_WEIGHTS, EXPORT_MARKER]
     )
     model = peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_dir), out).eval()
     torch.testing.assert_close(hf_logprobs(model, batch), w.compute_logprobs(batch), atol=1e-5, rtol=0)
