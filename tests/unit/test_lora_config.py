@@ -73,3 +73,15 @@ def test_the_critic_keeps_fp32_master_weights_beside_a_bf16_lora_base():
     assert cfg.critic.trainer_config(cfg.trainer).master_dtype == "float32"  # a full copy that trains
     full = load("trainer.master_dtype=bfloat16", "algo.estimator=ppo")
     assert full.critic.trainer_config(full.trainer).master_dtype == "bfloat16"  # as asked, without LoRA
+
+
+def test_lora_on_the_native_engine_refuses_targets_beside_the_projections():
+    with pytest.raises(
+        CodefuError, match=r"trainer\.lora\.target_modules must be within .* rollout\.engine native"
+    ):
+        load("trainer.lora.rank=8", "rollout.engine=native", "trainer.lora.target_modules=[q_proj,lm_head]")
+    # the projections, by their leaf or a longer name, are fine
+    cfg = load(
+        "trainer.lora.rank=8", "rollout.engine=native", "trainer.lora.target_modules=[self_attn.q_proj]"
+    )
+    assert cfg.trainer.lora.target_modules == ["self_attn.q_proj"]
