@@ -23,7 +23,7 @@ from codefu.models.lora import LoRAConfig, is_adapter_key
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
 from codefu.trainer.testing import random_batch
-from helpers.ranks import end_rank, spawn_ranks, start_rank
+from helpers.ranks import end_rank, equal_split_config, spawn_ranks, start_rank
 from helpers.seq_parallel import MODELS
 from helpers.seq_parallel import batch as sp_batch
 from helpers.seq_parallel import config as sp_base_config
@@ -36,22 +36,7 @@ N_ADAPTER_TENSORS = 2 * 7 * 2
 
 
 def config(model_dir: Path) -> TrainerConfig:
-    # mini-batch 4 sequences; a budget of 2 full-length rows: 1 micro-batch per rank at 2 ranks, 2 at 1 rank
-    return TrainerConfig(
-        model=str(model_dir),
-        lr=1e-2,
-        adam_eps=1e-5,
-        mini_batch_size=4,
-        ppo_epochs=2,
-        micro_batch_tokens=2 * LEN,
-        warmup_steps=2,
-        schedule="cosine",
-        total_steps=20,
-        kl_coef=0.05,
-        entropy_coef=0.01,
-        keep_last=0,
-        lora=LORA,
-    )
+    return equal_split_config(model_dir, LEN, lr=1e-2, lora=LORA)
 
 
 def sp_config(model_dir: Path, sp: int) -> TrainerConfig:

@@ -16,28 +16,14 @@ from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
 from codefu.trainer.packing import plan_micro_batches
 from codefu.trainer.testing import grouped_batch, random_batch
-from helpers.ranks import end_rank, spawn_ranks, start_rank
+from helpers.ranks import end_rank, equal_split_config, spawn_ranks, start_rank
 
 VOCAB = 128
 LEN = 12
 
 
 def config(model_dir: Path) -> TrainerConfig:
-    # mini-batch 4 sequences; a budget of 2 full-length rows: 1 micro-batch per rank at 2 ranks, 2 at 1 rank
-    return TrainerConfig(
-        model=str(model_dir),
-        lr=1e-3,
-        adam_eps=1e-5,
-        mini_batch_size=4,
-        ppo_epochs=2,
-        micro_batch_tokens=2 * LEN,
-        warmup_steps=2,
-        schedule="cosine",
-        total_steps=20,
-        kl_coef=0.05,
-        entropy_coef=0.01,
-        keep_last=0,
-    )
+    return equal_split_config(model_dir, LEN)
 
 
 def batches(model_dir: Path) -> tuple[Batch, Batch]:

@@ -69,3 +69,16 @@ def forward_logprobs(hf, prompt: list[int], response: list[int], temperature: fl
         logits = hf(input_ids=torch.tensor([prompt + response], device=device)).logits[0].float().cpu()
     scaled = logits[len(prompt) - 1 : len(prompt) + len(response) - 1] / temperature
     return torch.log_softmax(scaled, dim=-1).gather(-1, torch.tensor(response)[:, None]).squeeze(1)
+
+
+def batch_logprobs(model, batch) -> torch.Tensor:
+    """The trainer's (B, T) log-probs of `batch` (a codefu Batch) from a plain HF (or PEFT) model: one
+    unpadded forward per row, 0 outside the response."""
+    out = torch.zeros(batch.input_ids.shape, dtype=torch.float32)
+    with torch.no_grad():
+        for i in range(batch.input_ids.shape[0]):
+            n = int(batch.attention_mask[i].sum())
+            ids = batch.input_ids[i, :n]
+            lp = torch.log_softmax(model(input_ids=ids[None]).logits[0, :-1].float(), dim=-1)
+            out[i, 1:n] = lp.gather(-1, ids[1:, None]).squeeze(1) * batch.response_mask[i, 1:n]
+    return out

@@ -38,3 +38,26 @@ def end_rank() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def equal_split_config(model_dir: Any, seq_len: int, **overrides: Any) -> Any:
+    """A TrainerConfig whose mini-batch of 4 full-length rows (seq_len tokens) is one micro-batch per rank
+    at 2 ranks and two at 1 rank (a budget of 2 rows), with every loss term on: the multi-rank tests'
+    comparison of 2 ranks against 1."""
+    from codefu.trainer import TrainerConfig
+
+    base = dict(
+        model=str(model_dir),
+        lr=1e-3,
+        adam_eps=1e-5,
+        mini_batch_size=4,
+        ppo_epochs=2,
+        micro_batch_tokens=2 * seq_len,
+        warmup_steps=2,
+        schedule="cosine",
+        total_steps=20,
+        kl_coef=0.05,
+        entropy_coef=0.01,
+        keep_last=0,
+    )
+    return TrainerConfig(**(base | overrides))

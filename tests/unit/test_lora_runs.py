@@ -23,6 +23,7 @@ from codefu.orchestrator.loop import FINAL_MODEL, resume_point
 from codefu.trainer import TrainerConfig, TrainerWorker
 from codefu.trainer.checkpoint import EXPORT_MARKER, STATE_FILE
 from codefu.trainer.testing import random_batch
+from helpers.native_models import batch_logprobs
 
 VOCAB = 128
 RANK = 4
@@ -51,17 +52,6 @@ def weights(w: TrainerWorker) -> dict[str, torch.Tensor]:
         n: (p.full_tensor() if isinstance(p, DTensor) else p.detach()).clone()
         for n, p in w.model.named_parameters()
     }
-
-
-def lm_logprobs(model, batch) -> torch.Tensor:
-    out = torch.zeros(batch.input_ids.shape, dtype=torch.float32)
-    with torch.no_grad():
-        for i in range(batch.input_ids.shape[0]):
-            n = int(batch.attention_mask[i].sum())
-            ids = batch.input_ids[i, :n]
-            lp = torch.log_softmax(model(input_ids=ids[None]).logits[0, :-1].float(), dim=-1)
-            out[i, 1:n] = lp.gather(-1, ids[1:, None]).squeeze(1) * batch.response_mask[i, 1:n]
-    return out
 
 
 # A. full fine-tuning of a model with tied embeddings: as before LoRA
@@ -194,7 +184,7 @@ def test_eval_merges_an_adapter_folder_into_its_base(adapter_run, tmp_path):
     run, batch, want = adapter_run
     merged = merged_adapter_model("--model", str(run / FINAL_MODEL), tmp_path / "m", "float32")
     model = AutoModelForCausalLM.from_pretrained(merged, dtype=torch.float32)
-    got = lm_logprobs(model, batch)
+    got = batch_logprobs(model, batch)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
     exported = AutoModelForCausalLM.from_pretrained(run / "merged", dtype=torch.float32).state_dict()
     for k, v in model.state_dict().items():

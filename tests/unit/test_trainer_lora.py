@@ -22,6 +22,7 @@ from codefu.rollout.hf_engine import TransformersEngine
 from codefu.trainer import TrainerConfig, TrainerWorker
 from codefu.trainer.checkpoint import EXPORT_MARKER
 from codefu.trainer.testing import random_batch
+from helpers.native_models import batch_logprobs
 
 VOCAB = 128
 RANK = 4
@@ -62,19 +63,6 @@ def full(p) -> torch.Tensor:
 
 def params(w: TrainerWorker, adapters: bool) -> dict[str, torch.Tensor]:
     return {n: full(p) for n, p in w.model.named_parameters() if is_adapter_key(n) == adapters}
-
-
-def hf_logprobs(model, batch) -> torch.Tensor:
-    """The trainer's (B, T) log-probs of `batch` from a plain HF (or PEFT) model: one unpadded forward per
-    row, 0 outside the response."""
-    out = torch.zeros(batch.input_ids.shape, dtype=torch.float32)
-    with torch.no_grad():
-        for i in range(batch.input_ids.shape[0]):
-            n = int(batch.attention_mask[i].sum())
-            ids = batch.input_ids[i, :n]
-            lp = torch.log_softmax(model(input_ids=ids[None]).logits[0, :-1].float(), dim=-1)
-            out[i, 1:n] = lp.gather(-1, ids[1:, None]).squeeze(1) * batch.response_mask[i, 1:n]
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +111,7 @@ def test_the_reference_is_the_model_without_adapters(tiny_dir, plain_logprobs):
     torch.testing.assert_close(batch.old_logprobs, plain_logprobs, atol=0, rtol=0)  # B = 0: no change yet
     # and what transformers computes on the saved model (the alignment of the trainer's log-probs)
     torch.testing.assert_close(
-        hf_logprobs(AutoModelForCausalLM.from_pretrained(tiny_dir), batch), ref, atol=1e-5, rtol=0
+        batch_logprobs(AutoModelForCausalLM.from_pretrained(tiny_dir), batch), ref, atol=1e-5, rtol=0
     )
     w.update(batch)
     torch.testing.assert_close(w.compute_logprobs(batch, adapters=False), plain_logprobs, atol=0, rtol=0)
@@ -155,7 +143,7 @@ def test_dropout_is_off_in_logprob_passes(tiny_dir):
     assert torch.equal(first, w.compute_logprobs(batch))
     merged = AutoModelForCausalLM.from_pretrained(tiny_dir)
     merged.load_state_dict(w.state_dict_for_sync())
-    torch.testing.assert_close(hf_logprobs(merged, batch), first, atol=1e-5, rtol=0)
+    torch.testing.assert_close(batch_logprobs(merged, batch), first, atol=1e-5, rtol=0)
 
 
 def test_resume_gives_identical_next_update_from_adapters_only(tiny_dir, tmp_path):
@@ -190,7 +178,7 @@ def test_resume_gives_identical_next_update_from_adapters_only(tiny_dir, tmp_pat
     config = json.loads((adapter / ADAPTER_CONFIG).read_text())
     assert config["r"] == RANK and config["base_model_name_or_path"] == str(tiny_dir)
     loaded = peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_dir), str(adapter))
-    torch.testing.assert_close(hf_logprobs(loaded.eval(), batch2), batch2.old_logprobs, atol=1e-5, rtol=0)
+    torch.testing.assert_close(batch_logprobs(loaded.eval(), batch2), batch2.old_logprobs, atol=1e-5, rtol=0)
 
 
 def test_mismatched_checkpoints_are_refused_naming_trainer_lora(tiny_dir, tmp_path):
@@ -224,7 +212,7 @@ def test_export_merged_is_a_plain_hf_model(tiny_dir, tmp_path):
     assert not any("lora" in k for k in stored)
     exported = AutoModelForCausalLM.from_pretrained(out)
     assert not any("lora" in n for n, _ in exported.named_parameters())
-    got = hf_logprobs(exported, batch)
+    got = batch_logprobs(exported, batch)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
     assert (got - w.compute_logprobs(batch, adapters=False)).abs().max() > 1e-2  # not the base
 
@@ -238,7 +226,7 @@ def test_export_adapter_is_a_peft_folder(tiny_dir, tmp_path):
         [ADAPTER_CONFIG, ADAPTER_WEIGHTS, EXPORT_MARKER]
     )
     model = peft.PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_dir), out).eval()
-    torch.testing.assert_close(hf_logprobs(model, batch), w.compute_logprobs(batch), atol=1e-5, rtol=0)
+    torch.testing.assert_close(batch_logprobs(model, batch), w.compute_logprobs(batch), atol=1e-5, rtol=0)
 
 
 def test_adapters_for_sync_names_scaling_and_an_engine_sync(tiny_dir):
@@ -283,7 +271,7 @@ def test_bf16_adapters_train_and_sync_in_bf16(tiny_dir):
     assert all(v.dtype == torch.bfloat16 for v in adapters.tensors.values())
     merged = AutoModelForCausalLM.from_pretrained(tiny_dir)
     merged.load_state_dict(w.state_dict_for_sync())
-    torch.testing.assert_close(hf_logprobs(merged, batch), w.compute_logprobs(batch), atol=1e-4, rtol=0)
+    torch.testing.assert_close(batch_logprobs(merged, batch), w.compute_logprobs(batch), atol=1e-4, rtol=0)
 
 
 def test_an_adapter_on_the_lm_head_trains_and_exports_merged(tiny_dir, tmp_path):
@@ -297,7 +285,7 @@ def test_an_adapter_on_the_lm_head_trains_and_exports_merged(tiny_dir, tmp_path)
     assert not torch.equal(full(w.model.lm.lm_head.lora_B), head_b)  # the head's adapter trained
     w.export_hf(tmp_path / "merged")
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged", dtype=torch.float32)
-    torch.testing.assert_close(hf_logprobs(merged, b), w.compute_logprobs(b), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(batch_logprobs(merged, b), w.compute_logprobs(b), atol=1e-5, rtol=1e-5)
 
 
 def test_an_adapter_on_a_head_tied_to_the_embeddings_is_refused(tmp_path):
