@@ -361,7 +361,7 @@ class Roles:
         self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
         self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
         self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", trainer_options)
-        self.lora = cfg.trainer.lora.enabled  # weight syncs send the adapters; the engines keep their base
+        self.lora = cfg.trainer.lora.enabled  # weight syncs send the adapters; the engines keep their weights
         self.kl = needs_reference(cfg)
         kl = needs_reference_ranks(cfg)
         self.reference = (
@@ -419,7 +419,7 @@ class Roles:
             self.memory_metrics |= engine_metrics(self._engine_stats)
             if self.colocated:
                 # the trainer's turn on the shared GPUs: generate takes the cache back, the sync the weights
-                # (with LoRA the engines keep theirs: an adapter sync merges into them)
+                # (with LoRA the engines keep theirs: an adapter sync needs them)
                 self._engine_weights_released = self.rollout.release_memory(weights=not self.lora)
             if self.offload_optimizer:
                 # back while the reference pass runs on its own actors; whatever the learners do next

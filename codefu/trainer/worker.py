@@ -36,7 +36,7 @@ from codefu.models.lora import (
     merge_adapters,
     save_peft_adapter,
 )
-from codefu.models.weights import PackedWeights, SharedWeights, pack_weights
+from codefu.models.weights import PackedWeights, SharedWeights, pack_weights, whole
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
 from codefu.trainer.config import TrainerConfig
@@ -430,19 +430,26 @@ class TrainerWorker:
             sd = merge_adapters(sd, self.cfg.lora.scaling) if sd else {}
         return {k: v.to(dtype) for k, v in sd.items()}
 
+    def _adapter_params(self) -> list[tuple[str, Tensor]]:
+        """The LoRA adapters' parameters (possibly sharded) by their sync names: HF module + ".lora_A" /
+        ".lora_B"."""
+        return [
+            (f"{name.removeprefix('lm.')}.{key}", getattr(layer, key))
+            for name, layer in adapter_layers(self.model)
+            for key in ("lora_A", "lora_B")
+        ]
+
     @torch.no_grad()
     def adapters_for_sync(self, to_cpu: bool = True) -> AdapterWeights | None:
         """The LoRA adapters, whole (unsharded), named by HF module + ".lora_A" / ".lora_B", in their own
-        dtype, for an engine that merges them into its base weights (codefu.models.lora). A collective:
-        call on every rank. to_cpu=True: on rank 0 only (others get None)."""
+        dtype, for an engine (codefu.models.lora.AdapterWeights) and PEFT's folder. A collective: call on
+        every rank. to_cpu=True: on rank 0 only (others get None)."""
         if not self.cfg.lora.enabled:
             raise RuntimeError("adapters_for_sync() without trainer.lora")
         tensors = {}
-        for name, layer in adapter_layers(self.model):
-            for key in ("lora_A", "lora_B"):
-                p = getattr(layer, key)
-                full = p.full_tensor() if isinstance(p, DTensor) else p.detach()
-                tensors[f"{name.removeprefix('lm.')}.{key}"] = full.cpu() if to_cpu else full.clone()
+        for name, p in self._adapter_params():
+            full = whole(p)  # one rank's may be the parameter itself: a copy, never a view of it
+            tensors[name] = full.to("cpu" if to_cpu else full.device, copy=True)
         if to_cpu and self.rank != 0:
             return None
         return AdapterWeights(tensors, self.cfg.lora.scaling)
@@ -451,16 +458,11 @@ class TrainerWorker:
     def share_weights(self, dtype: torch.dtype | None = None) -> SharedWeights:
         """The full weights (HF names, `dtype`, default the compute dtype) packed into ONE buffer on this
         rank's device, shared with an engine on the same GPU through CUDA IPC (codefu/models/weights.py):
-        no copy through the CPU. With LoRA, only the adapters (in their dtype), which the engine merges. A
-        collective: call on every rank. The buffer lives until `drop_shared_weights` (call it once the
+        no copy through the CPU. With LoRA, only the adapters (in their dtype). A collective: call on every
+        rank. The buffer lives until `drop_shared_weights` (call it once the
         engines have loaded)."""
-        if self.cfg.lora.enabled:
-            # only the adapters, in their own dtype: the engine merges them into the base it keeps
-            named = [
-                (f"{name.removeprefix('lm.')}.{key}", getattr(layer, key))
-                for name, layer in adapter_layers(self.model)
-                for key in ("lora_A", "lora_B")
-            ]
+        if self.cfg.lora.enabled:  # only the adapters, in their own dtype: the engine keeps its weights
+            named = self._adapter_params()
             self._shared = pack_weights(named, named[0][1].dtype, self.device)
             self._shared.adapter_scaling = self.cfg.lora.scaling
             return self._shared.share()
