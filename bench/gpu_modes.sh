@@ -2,12 +2,14 @@
 # Issue #44's one-GPU figure: bench/loop.py's workload (a random-init model of Qwen2.5-1.5B's shapes, the
 # 4k cap) in loop.mode sync (colocated: rollout and training take turns on the GPU, today's default), in
 # one_step_off (split on the one GPU: the trainer and the engine each a share, the next step sampled while
-# this one trains) and in async (the same, and new weights reach the engine mid-generation), one after the
-# other in one session on one card. One device call may last 10 minutes, so the runs start detached and
+# this one trains) and in async (the same, and new weights reach the engine mid-generation), and with
+# partial rollouts (loop.over_provision 0.5: april colocated in sync mode, april_async split in async),
+# one after the other in one session on one card. One device call may last 10 minutes, so the runs start detached and
 # later calls watch them.
 #
 #   bench/gpu_modes.sh start ROOT [STEPS [MODES]]  # returns at once; STEPS measured steps per mode (3),
-#                                                # MODES e.g. "sync async" (all three)
+#                                                # MODES e.g. "sync april" (default: sync
+#                                                # one_step_off async; also april, april_async)
 #   bench/gpu_modes.sh watch ROOT SECONDS [OUT]  # wait up to SECONDS; copy the records to OUT
 #
 # The engine's KV cache takes rollout.gpu_memory_fraction of the card: 0.85 colocated (the trainer's
@@ -28,6 +30,8 @@ start)
     [sync]=""
     [one_step_off]="loop.mode=one_step_off $split"
     [async]="loop.mode=async loop.max_staleness=1 $split"
+    [april]="loop.over_provision=0.5"
+    [april_async]="loop.mode=async loop.max_staleness=2 loop.over_provision=0.5 $split"
   )
   runs=""
   for mode in $modes; do
@@ -48,7 +52,7 @@ watch)
   grep -E '"step"|summary|Error|error' "$root/log" | tail -n 12 || true
   [ -e "$root/rc" ] && echo "done" || { pgrep -f bench/loop.py >/dev/null && echo running || echo "stopped (see log)"; }
   if [ -n "$out" ]; then
-    for f in sync.json one_step_off.json async.json log; do [ -e "$root/$f" ] && cp "$root/$f" "$out/gpu-modes-$f"; done
+    for f in sync.json one_step_off.json async.json april.json april_async.json log; do [ -e "$root/$f" ] && cp "$root/$f" "$out/gpu-modes-$f"; done
   fi
   ;;
 *)

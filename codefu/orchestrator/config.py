@@ -191,6 +191,15 @@ class LoopConfig:
     """loop.mode async: the most policy versions between the weights that generated a sample and the
     weights that train on it (null: 2); sampling waits rather than run further ahead. Set only with
     async: sync is 0 and one_step_off 1 by definition."""
+    over_provision: float = 0.0
+    """Partial rollouts (APRIL): start this share more prompts than a step trains on (0.5: 1.5 times
+    data.prompts_per_step), train on the first data.prompts_per_step groups whose samples have all
+    finished, and stop the rest: they are carried into the next step with the tokens they have, and go on
+    there under the new weights, first in the queue, so no step waits for its longest samples. Carried
+    tokens are older than the weights that train on them: one version at most in sync mode, and
+    loop.max_staleness in async (a sample older than that starts over); trainer.rollout_correction weighs
+    them back. Needs rollout.engine native and rollout.turns 1. 0: off (each step waits for all its
+    samples)."""
     weight_sync_timeout_s: float = 600.0
     """A weight load on rollout workers of their own (split placement: resources.colocate false, or any
     CPU run) that takes longer fails with an error naming the workers and their nodes, instead of hanging
@@ -202,6 +211,13 @@ class LoopConfig:
         if self.mode == "async":
             return 2 if self.max_staleness is None else self.max_staleness
         return 1 if self.mode == "one_step_off" else 0
+
+    @property
+    def carry_bound(self) -> int:
+        """loop.over_provision: the most policy versions a carried sample's oldest token may be behind the
+        weights that train on it (sync: 1, a sample stopped at the step before; async: the staleness
+        bound); past it, the sample starts over."""
+        return self.staleness_bound if self.mode == "async" else 1
 
 
 @dataclass
@@ -320,6 +336,24 @@ def check_run_config(cfg: RunConfig) -> None:
             "null unless loop.mode is async (sync is 0 and one_step_off 1 by definition)",
         ),
         ("loop.weight_sync_timeout_s", lp.weight_sync_timeout_s > 0, "> 0"),
+        ("loop.over_provision", lp.over_provision >= 0, ">= 0 (0: off)"),
+        (
+            "loop.over_provision",
+            lp.over_provision == 0 or r.engine == "native",
+            "0 unless rollout.engine is native (the engine that stops mid-generation and goes on later)",
+        ),
+        ("loop.over_provision", lp.over_provision == 0 or r.turns == 1, "0 with rollout.turns > 1"),
+        (
+            "loop.over_provision",
+            lp.over_provision == 0 or lp.mode != "one_step_off",
+            "0 with loop.mode one_step_off (its bound of one version would start every carried sample "
+            "over): use loop.mode async with loop.max_staleness >= 2",
+        ),
+        (
+            "loop.over_provision",
+            lp.over_provision == 0 or not a.dynamic_sampling,
+            "0 with algo.dynamic_sampling (which samples more rounds for the groups it drops)",
+        ),
         (
             "loop.mode",
             lp.mode == "sync" or not (cfg.resources.colocate and cfg.resources.gpus_per_rank > 0),

@@ -37,6 +37,7 @@ from codefu.orchestrator.config import AlgoConfig, RunConfig
 from codefu.orchestrator.episodes import EpisodePlan, episode_metrics
 from codefu.orchestrator.evaluation import sample_and_score, turn_metrics
 from codefu.orchestrator.off_policy import OffPolicySampler
+from codefu.orchestrator.partial_rollouts import OverProvisionedSampler
 from codefu.orchestrator.roles import Roles
 from codefu.orchestrator.samplers import (
     AsyncTurnsSampler,
@@ -145,6 +146,8 @@ def make_sampler(
     module docstring), for steps before `end` (this session's last)."""
     if plan.turns == 1:
         kind: type[OnPolicySampler] = SingleTurnSampler
+        if cfg.loop.over_provision > 0:  # partial rollouts (APRIL): the first groups to finish train
+            kind = OverProvisionedSampler
     else:
         kind = AsyncTurnsSampler if cfg.rollout.async_turns else LockStepTurnsSampler
     sampler = kind(cfg, roles, scorer, loader, encode, plan)

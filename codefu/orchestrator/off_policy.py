@@ -169,6 +169,8 @@ class OffPolicySampler:
                     self._catch_up()
                     loaded = time.perf_counter() - t1
                     step, oldest = self._next, self._held
+                    if (carried := self.inner.oldest_carried_version()) is not None:
+                        oldest = min(oldest, carried)  # loop.over_provision: tokens of an earlier step
                     with self._changed:
                         self._drawn[step] = copy.deepcopy(self.inner.loader.state_dict())
                     timer = StepTimer()

@@ -210,9 +210,11 @@ def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
 def launch_streams(
     actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams, follow_ups: str | None = None
 ) -> dict[Any, tuple[int, range]]:
-    """Each worker's `generate_stream` on its run of the prompts (split_prompts; workers beyond the prompts
-    get none), with its seed (worker_seed): {stream: (worker, run)}."""
-    work = [(w, run) for w, run in enumerate(split_prompts(len(prompts), len(actors))) if run]
+    """Each worker's `generate_stream` on its run of the prompts (split_prompts), with its seed
+    (worker_seed): {stream: (worker, run)}. Workers beyond the prompts get none, unless the streams take
+    `follow_ups` (then every worker has one, which may be given continuations: WorkerConversations)."""
+    runs = split_prompts(len(prompts), len(actors))
+    work = [(w, run) for w, run in enumerate(runs) if run or follow_ups is not None]
     return {
         actors[w].generate_stream.remote(
             prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w)), follow_ups
@@ -250,6 +252,7 @@ class WorkerConversations:
         self.offset = {w: run.start for w, run in self.streams.values()}
         self.worker_of = {i: w for w, run in self.streams.values() for i in run}
         self.calls: list[Any] = []  # follow-up calls not known to have succeeded yet
+        self.continued = [0] * len(actors)  # continuations given to each worker (`go_on`)
         self.closed = False
         self.last_batch_at = 0.0  # time.perf_counter() when the last batch came
 
@@ -267,6 +270,22 @@ class WorkerConversations:
         w = self.worker_of[index] = self.worker_of[after]
         local = FollowUp(index - self.offset[w], prompt)
         self.calls.append(self.actors[w].follow_up.remote(self.name, [local]))
+
+    def go_on(self, index: int, prompt: list[int], response: Completion | None) -> None:
+        """A sample of `prompt` as prompt `index`, on the worker given the fewest so far: `response` (an
+        interrupted completion of it) continued, or None: a new one. Its completion comes back with that
+        prompt_index and, continued, every token, old and new."""
+        w = min(self.offset, key=lambda w: self.continued[w])
+        self.continued[w] += 1
+        self.worker_of[index] = w
+        local = FollowUp(index - self.offset[w], prompt, response)
+        self.calls.append(self.actors[w].follow_up.remote(self.name, [local]))
+
+    def interrupt(self) -> None:
+        """Every worker stops now; the completions it had not finished come in its last batch, marked
+        interrupted. After `close` (a stream that has ended has nothing to stop)."""
+        assert self.closed, "interrupt() after close()"
+        ray.get([self.actors[w].interrupt.remote(self.name) for w in self.offset])
 
     def close(self, abort: bool = False) -> None:
         """No more follow-ups; raises the first error of a follow-up call. `abort`: the workers drop what

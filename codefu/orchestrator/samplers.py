@@ -162,6 +162,11 @@ class OnPolicySampler:
     def loader_state(self) -> dict[str, Any]:
         return self.loader.state_dict()
 
+    def oldest_carried_version(self) -> int | None:
+        """The policy version of the oldest token kept from an earlier step (loop.over_provision's carried
+        samples); None: none is."""
+        return None
+
     def close(self) -> None:
         pass
 

@@ -133,6 +133,16 @@ class RolloutWorker:
         a driver that gives up early must not leave it waiting); with `abort`, at once."""
         self._inbox(stream).close(abort)
 
+    @ray.method(concurrency_group="follow_ups")
+    def interrupt(self, stream: str) -> None:
+        """That stream stops now: what it has not finished comes back interrupted (FollowUps.interrupt).
+        A stream that has ended already (its inbox gone: `end_follow_ups` made it first) has nothing to
+        stop."""
+        with self._inboxes_lock:
+            inbox = self._inboxes.get(stream)
+        if inbox is not None:
+            inbox.interrupt()
+
     def _inbox(self, stream: str) -> FollowUps:
         with self._inboxes_lock:  # whichever side comes first makes it
             return self._inboxes.setdefault(stream, FollowUps())

@@ -9,6 +9,12 @@ checked the turn before it, while the rest of the batch still decodes.
 
 A follow-up is sampled once (n = 1) with the stream's sampling settings; its completion carries
 `prompt_index=index` (the caller numbers follow-ups past the stream's own prompts) and sample_index 0.
+A follow-up with a `response` continues that interrupted completion (its prompt is the completion's):
+the completion that comes back holds the tokens it had and those written now, within the stream's
+max_new_tokens over both (the native engine only: others raise).
+
+`interrupt()` ends the stream early: the engine stops, and every sample not finished yet comes back in
+a last batch with finish_reason "interrupted" and the tokens it had (loop.over_provision, APRIL).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from codefu.rollout.types import Completion, SamplingParams
 class FollowUp:
     index: int  # the completion's prompt_index
     prompt: list[int]
+    response: Completion | None = None  # an interrupted completion of `prompt` to go on with
 
 
 class FollowUps:
@@ -35,6 +42,7 @@ class FollowUps:
         self._waiting: list[FollowUp] = []
         self._closed = False
         self.aborted = False  # the caller gave up: the stream stops, dropping what it runs
+        self.interrupted = False  # the caller has enough: the stream stops, handing back what it runs
         self._changed = threading.Condition()
 
     def put(self, follow_ups: list[FollowUp]) -> None:
@@ -51,6 +59,13 @@ class FollowUps:
             self._closed = True
             if abort:
                 self.aborted, self._waiting = True, []
+            self._changed.notify_all()
+
+    def interrupt(self) -> None:
+        """No more follow-ups, and the stream stops at once: what is waiting or running comes back as
+        interrupted completions (an engine that cannot stop early finishes them)."""
+        with self._changed:
+            self._closed = self.interrupted = True
             self._changed.notify_all()
 
     def take(self, wait: bool) -> list[FollowUp] | None:
@@ -86,6 +101,9 @@ class LocalConversations:
     def close(self, abort: bool = False) -> None:
         self.inbox.close(abort)
 
+    def interrupt(self) -> None:
+        self.inbox.interrupt()
+
 
 def follow_ups_in_batches(
     stream: Stream, prompts: list[list[int]], sampling: SamplingParams, follow_ups: FollowUps
@@ -95,6 +113,11 @@ def follow_ups_in_batches(
     yield from stream(prompts, sampling)
     lot = 0
     while not follow_ups.aborted and (batch := follow_ups.take(wait=True)) is not None:
+        if continued := [f.index for f in batch if f.response is not None]:
+            raise ValueError(
+                f"follow-ups {continued[:5]} continue interrupted responses: this engine cannot (the native "
+                f"engine can)"
+            )
         lot += 1  # each lot draws its own samples (the same seed would repeat the first lot's draws)
         seed = None if sampling.seed is None else sampling.seed + 10_007 * lot
         for done in stream([f.prompt for f in batch], replace(sampling, n=1, seed=seed)):

@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-FinishReason = Literal["stop", "length"]
+# "interrupted": the caller stopped the generation before the sample ended (loop.over_provision carries it
+# into the next step, where an engine that can continues it: FollowUp.response); never trained as it is
+FinishReason = Literal["stop", "length", "interrupted"]
 
 
 @dataclass(frozen=True)

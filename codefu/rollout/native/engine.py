@@ -352,6 +352,9 @@ class NativeEngine:
             while True:
                 if follow_ups is not None and follow_ups.aborted:
                     return  # the caller gave up: what runs is dropped (the next start() resets the blocks)
+                if follow_ups is not None and follow_ups.interrupted:
+                    yield self._interrupted(finishing)  # (the next start() resets the blocks)
+                    return
                 if taking:
                     idle = self.done  # nothing to do until one comes: new weights load meanwhile
                     if idle:
@@ -379,6 +382,24 @@ class NativeEngine:
                     self._loop_thread = threading.get_ident()  # the consumer's: it may change between yields
         finally:
             self._take_weights_between_steps(False)  # what is handed over from now on loads at once
+
+    def _interrupted(self, finishing: list[Sequence]) -> list[Completion]:
+        """Every sequence not yet handed out, at an interrupt: the step in flight taken in first (no token
+        is left pending), the finished ones as they are, the others with finish_reason "interrupted" and
+        the tokens they have (a preempted or waiting one perhaps none)."""
+        if self._in_flight is not None:
+            previous, self._in_flight = self._in_flight, None
+            self._take_in(previous)
+        finishing = finishing + self.scheduler.finished
+        self.scheduler.finished.clear()
+        out = [self._completion(s) for s in finishing]
+        for s in (s for s in self._seqs if s.finish_reason is None):
+            c = self._completion(s)
+            c.finish_reason = "interrupted"
+            out.append(c)
+        self.scheduler.waiting.clear()
+        self.scheduler.running.clear()
+        return out
 
     def _check_prompt(self, prompt: list[int], name: str) -> None:
         if len(prompt) == 0:
@@ -505,10 +526,17 @@ class NativeEngine:
         """Queue prompts that arrived after `start`, one sequence each (prompt_index: the follow-up's)."""
         for f in follow_ups:
             self._check_prompt(f.prompt, f"follow-up {f.index}")
+            if f.response is not None and f.response.prompt_ids != f.prompt:
+                raise ValueError(f"follow-up {f.index}: the response it continues is not of its prompt")
         for f in follow_ups:
             seq = Sequence(len(self._seqs), f.index, 0, list(f.prompt))
+            if f.response is not None:  # an interrupted sample, prefilled with what it wrote (recomputed)
+                r = f.response
+                seq.tokens, seq.logprobs = list(r.token_ids), list(r.logprobs)
+                seq.versions = list(r.token_versions or [r.policy_version or 0] * len(r.token_ids))
             self._seqs.append(seq)
-            self.scheduler.add(Cohort([seq]))
+            # a continued sample first: the oldest work, the one its group waits for
+            self.scheduler.add(Cohort([seq]), first=f.response is not None)
 
     @property
     def done(self) -> bool:

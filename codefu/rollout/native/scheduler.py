@@ -55,6 +55,7 @@ class Cohort:
 
     seqs: list[Sequence]
     cached: int = 0  # leading prefix tokens whose K/V the prefix cache had (set on admission)
+    first: bool = False  # queued ahead of the rest (Scheduler.add)
 
     @property
     def prefix(self) -> list[int]:
@@ -90,8 +91,16 @@ class Scheduler:
         self.finished: list[Sequence] = []  # finished since the engine last took them (in finish order)
         self.num_preemptions = 0
 
-    def add(self, cohort: Cohort) -> None:
-        self.waiting.append(cohort)
+    def add(self, cohort: Cohort, first: bool = False) -> None:
+        """Queue `cohort`: last, or `first` (before everything waiting; several in the order added)."""
+        if not first:
+            self.waiting.append(cohort)
+            return
+        ahead = 0
+        while ahead < len(self.waiting) and self.waiting[ahead].first:
+            ahead += 1
+        cohort.first = True
+        self.waiting.insert(ahead, cohort)
 
     @property
     def done(self) -> bool:

@@ -1,0 +1,210 @@
+"""Partial rollouts with over-provisioning (loop.over_provision; APRIL, Zhou et al. 2025): a step starts
+more groups than it trains on, trains on the first data.prompts_per_step whose samples have all finished,
+and stops the engines there. The samples not finished yet are carried into the next step with the tokens
+they have, and go on there under the new weights, ahead of the new prompts:
+
+    step s:    groups A B C D E F (prompts_per_step 4, over_provision 0.5)
+               A C D F finish first → trained; B (2 of 4 samples finished) and E (none) are carried
+    step s+1:  B's 2 interrupted samples go on, E's 4 too, then 4 new groups; the first 4 to finish train
+
+So no step waits for its longest samples, and none is thrown away. A carried token was written by older
+weights: its sample's policy version (its oldest token's) says by how much, and trainer.rollout_correction
+weighs it back. A sample more than loop.carry_bound versions behind the step that would train it starts
+over (`start_over_stale`). Only the native engine can stop mid-generation and go on later (config checks).
+
+A resumed run (--resume) starts with nothing carried: the groups carried at the checkpoint are not
+trained (their problems come again in the next epoch).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from codefu.errors import CodefuError
+from codefu.observability.metrics import StepTimer
+from codefu.orchestrator.episodes import Episode
+from codefu.orchestrator.samplers import (
+    OnPolicySampler,
+    Sampled,
+    pass_counts,
+    sampling_params,
+    staleness_metrics,
+)
+from codefu.orchestrator.scoring import Score
+from codefu.rollout.types import Completion
+from codefu.types import Problem
+
+
+@dataclass
+class Generation:
+    """What one step's generation did."""
+
+    written: int = 0  # tokens the engines wrote (a continued sample's earlier ones not counted)
+    interrupted: int = 0  # samples stopped unfinished
+
+
+@dataclass
+class Group:
+    """One prompt's n samples across steps: each slot finished (with its score), interrupted (with the
+    tokens it has), or None (not started, or starting over)."""
+
+    problem: Problem
+    prompt: list[int]
+    samples: list[Completion | None]
+    scores: list[Score | None]
+
+    @property
+    def complete(self) -> bool:
+        return all(s is not None for s in self.scores)
+
+    def unfinished(self) -> list[int]:
+        return [j for j, s in enumerate(self.scores) if s is None]
+
+
+@dataclass
+class OverProvisionedSampler(OnPolicySampler):
+    """One response per sample (rollout.turns 1), judged as each finishes, with loop.over_provision more
+    groups started than a step trains on; the rest carried (see the module docstring)."""
+
+    carried: list[Group] = field(default_factory=list, init=False)  # oldest first
+
+    def oldest_carried_version(self) -> int | None:
+        samples = [c for g in self.carried for c in g.samples if c is not None and c.num_tokens]
+        return min((c.policy_version for c in samples if c.policy_version is not None), default=None)
+
+    def _sample(self, step: int, timer: StepTimer) -> Sampled:
+        cfg = self.cfg
+        want, n = cfg.data.prompts_per_step, cfg.rollout.n
+        started = max(want, math.ceil(want * (1 + cfg.loop.over_provision)))
+        groups, self.carried = self.carried, []
+        restarted = start_over_stale(groups, step, cfg.loop.carry_bound)
+        continued = sum(c is not None and c.finish_reason == "interrupted" for g in groups for c in g.samples)
+        fresh = self.loader.next_batch(max(0, started - len(groups)))
+        groups += [Group(p, self.encode(p), [None] * n, [None] * n) for p in fresh]
+        complete = [g for g, group in enumerate(groups) if group.complete]  # in the order they completed
+        busy_before = self.scorer.busy_s
+        run = Generation()
+        if len(complete) < want:  # else the carried groups alone fill the step
+            run = self._generate(groups, len(groups) - len(fresh), complete, step, timer)
+        self.carried = [groups[g] for g in complete[want:]]  # complete, but past the step's groups
+        self.carried += [group for g, group in enumerate(groups) if g not in set(complete)]
+        out = self._trained([groups[g] for g in complete[:want]], step)
+        out.generated_tokens = run.written
+        out.judge_busy_s = self.scorer.busy_s - busy_before
+        out.metrics |= {
+            "april/groups_started": float(len(groups)),
+            "april/carried_groups": float(len(self.carried)),
+            "april/carried_samples": float(sum(c is not None for g in self.carried for c in g.samples)),
+            "april/interrupted_samples": float(run.interrupted),
+            "april/continued_samples": float(continued),
+            "april/restarted_samples": float(restarted),
+        }
+        return out
+
+    def _generate(
+        self, groups: list[Group], first_new: int, complete: list[int], step: int, timer: StepTimer
+    ) -> Generation:
+        """Samples every unfinished slot of `groups` (those from `first_new` on are new: n samples of each
+        prompt; the carried ones' slots go on from what they have, or start over) and judges each as it
+        finishes, appending each group to `complete` as its last sample finishes; once prompts_per_step
+        groups are complete the engines stop, and what they had not finished is left in its slot,
+        interrupted."""
+        cfg, run = self.cfg, Generation()
+        want = cfg.data.prompts_per_step
+        new = groups[first_new:]
+        slot_of: dict[int, tuple[int, int]] = {}  # a carried slot's prompt index (after the new prompts)
+        for g, group in enumerate(groups[:first_new]):
+            for j in group.unfinished():
+                slot_of[len(new) + len(slot_of)] = (g, j)
+        if not new and not slot_of:
+            return run
+        had = {(g, j): c.num_tokens for g, j in slot_of.values() if (c := groups[g].samples[j]) is not None}
+        judged: list[tuple[int, int]] = []  # the slots sent to the judge, in order
+        sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101)
+        with self.roles.conversations([g.prompt for g in new], sampling) as conversations:
+            for index, (g, j) in slot_of.items():
+                conversations.go_on(index, groups[g].prompt, groups[g].samples[j])
+            conversations.close()  # no more: each worker's stream ends when its work is done
+
+            def arrivals() -> Iterator[tuple[Problem, str]]:
+                nonlocal last_token
+                stopped = False
+                for batch in conversations:
+                    last_token = time.perf_counter()
+                    for c in batch:
+                        g, j = slot_of.get(c.prompt_index, (first_new + c.prompt_index, c.sample_index))
+                        group = groups[g]
+                        run.written += c.num_tokens - had.get((g, j), 0)
+                        group.samples[j] = c
+                        if c.finish_reason == "interrupted":
+                            run.interrupted += 1
+                            continue
+                        judged.append((g, j))
+                        group.scores[j] = PENDING_SCORE  # finished: its verdict is all that is to come
+                        if group.complete:
+                            complete.append(g)
+                        yield group.problem, c.text
+                    if not stopped and len(complete) >= want:
+                        conversations.interrupt()  # the rest come back interrupted, in a last batch
+                        stopped = True
+
+            start = last_token = time.perf_counter()
+            scores = self.scorer.score_stream(arrivals())
+            timer.add("generate", last_token - start)
+            timer.add("judge_tail", time.perf_counter() - last_token)
+        for (g, j), score in zip(judged, scores, strict=True):
+            groups[g].scores[j] = score
+        return run
+
+    def _trained(self, groups: list[Group], step: int) -> Sampled:
+        """The step's `Sampled` of complete `groups` (group k: prompt_index k), checked against the bound."""
+        out = Sampled()
+        for k, group in enumerate(groups):
+            for j, (c, s) in enumerate(zip(group.samples, group.scores, strict=True)):
+                assert c is not None and s is not None and s is not PENDING_SCORE
+                c = replace(c, prompt_index=k, sample_index=j)
+                out.completions.append(c)
+                out.episodes.append(Episode(k, j, c.prompt_ids, [c]))
+                out.problems.append(group.problem)
+                out.scores.append(s)
+                out.groups.append(k)
+        out.all_scores, out.all_problems = list(out.scores), list(out.problems)
+        out.all_episodes = list(out.episodes)
+        check_carry_bound(out.completions, step, self.cfg.loop.carry_bound)
+        self.loader.record(pass_counts(out.all_problems, out.all_scores))
+        out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
+        out.metrics |= self.roles.memory_metrics
+        return out
+
+
+# a finished sample's score before the judge's verdict comes (never trained: _trained checks)
+PENDING_SCORE = Score(reward=None, passed=False, status="PENDING")
+
+
+def start_over_stale(groups: list[Group], step: int, bound: int) -> int:
+    """Empties every slot of `groups` whose sample (finished or not) is more than `bound` policy versions
+    behind `step`, and every interrupted one without a token; returns how many had tokens."""
+    restarted = 0
+    for group in groups:
+        for j, c in enumerate(group.samples):
+            if c is None:
+                continue
+            stale = c.policy_version is not None and step - c.policy_version > bound
+            if stale or (c.finish_reason == "interrupted" and not c.num_tokens):
+                restarted += bool(c.num_tokens)
+                group.samples[j] = group.scores[j] = None
+    return restarted
+
+
+def check_carry_bound(completions: list[Completion], step: int, bound: int) -> None:
+    """Every completion's oldest token is at most `bound` versions behind `step`, or a CodefuError (the
+    sampler starts stale samples over: this would be a bug, not a slow run)."""
+    behind = [step - c.policy_version for c in completions if c.policy_version is not None]
+    if behind and max(behind) > bound:
+        raise CodefuError(
+            f"internal: step {step} would train a carried sample {max(behind)} versions old; "
+            f"loop.over_provision's bound is {bound}"
+        )

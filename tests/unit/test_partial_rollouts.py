@@ -1,0 +1,181 @@
+"""Partial rollouts (loop.over_provision, APRIL) below the loop: the native engine stops mid-generation
+and hands back every unfinished sample with the tokens it has, and goes on with them later to exactly the
+tokens an uninterrupted run writes, old tokens keeping their version; continued samples queue first;
+the carried samples' staleness rules; and the config rules that name the key."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from codefu.errors import CodefuError
+from codefu.orchestrator.config import LoopConfig, RolloutConfig, RunConfig, check_run_config
+from codefu.orchestrator.partial_rollouts import Group, check_carry_bound, start_over_stale
+from codefu.orchestrator.scoring import Score
+from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
+from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
+from codefu.rollout.native.engine import PENDING
+from codefu.rollout.native.kv_cache import BlockAllocator
+from codefu.rollout.native.scheduler import Cohort, Scheduler, Sequence
+from codefu.rollout.types import Completion
+from codefu.types import Problem
+from helpers.native_models import forward_logprobs, hf_greedy, tiny_hf
+from helpers.stops import pick_stops
+from helpers.threads import one_thread  # noqa: F401 (autouse: one intra-op thread)
+
+PROMPTS = [[11, 12, 13], list(range(100, 116)), list(range(200, 221)), [7, 8, 9, 10, 11]]
+
+
+@pytest.fixture(scope="module")
+def hf():
+    return tiny_hf("qwen2")
+
+
+def make_engine(hf) -> NativeEngine:
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=2048)
+    return NativeEngine.from_hf_model(hf, None, config)
+
+
+def test_an_interrupted_sample_goes_on_to_the_tokens_of_an_uninterrupted_run(hf):
+    stop = pick_stops([hf_greedy(hf, p, 30) for p in PROMPTS])
+    sampling = SamplingParams(n=2, temperature=0.0, max_new_tokens=30, stop_token_ids=stop)
+    whole = {(c.prompt_index, c.sample_index): c for c in make_engine(hf).generate(PROMPTS, sampling)}
+    engine = make_engine(hf)
+    inbox = FollowUps()
+    inbox.close()
+    got: list[Completion] = []
+    for batch in engine.generate_stream(PROMPTS, sampling, inbox):
+        got += batch
+        inbox.interrupt()  # at the first samples to finish: the rest come back in one last batch
+    assert sorted((c.prompt_index, c.sample_index) for c in got) == sorted(whole)  # each exactly once
+    cut = [c for c in got if c.finish_reason == "interrupted"]
+    assert cut and any(c.token_ids for c in cut) and len(cut) < len(got), [len(c.token_ids) for c in got]
+    for c in got:
+        ref = whole[(c.prompt_index, c.sample_index)].token_ids
+        assert PENDING not in c.token_ids and len(c.logprobs) == len(c.token_versions) == len(c.token_ids)
+        if c.finish_reason == "interrupted":
+            assert c.token_ids == ref[: len(c.token_ids)] and len(c.token_ids) < len(ref)
+        else:
+            assert c.token_ids == ref
+    assert engine.done  # nothing left running or waiting
+
+    engine.load_weights(None, version=4)  # the tokens written from now on are version 4's
+    go_on = FollowUps()
+    go_on.put([FollowUp(100 + k, c.prompt_ids, c) for k, c in enumerate(cut)])
+    go_on.close()
+    done = [c for batch in engine.generate_stream([], sampling, go_on) for c in batch]
+    assert sorted(c.prompt_index for c in done) == [100 + k for k in range(len(cut))]
+    for c in done:
+        before = cut[c.prompt_index - 100]
+        ref = whole[(before.prompt_index, before.sample_index)]
+        assert c.prompt_ids == before.prompt_ids
+        assert c.token_ids == ref.token_ids and c.finish_reason == ref.finish_reason
+        assert len(c.token_ids) <= sampling.max_new_tokens  # the cap counts the tokens from before
+        old = len(before.token_ids)
+        assert c.token_versions == [0] * old + [4] * (len(c.token_ids) - old)
+        assert c.logprobs[:old] == before.logprobs  # the behaviour log-probs of the old tokens are kept
+        torch.testing.assert_close(
+            torch.tensor(c.logprobs), forward_logprobs(hf, c.prompt_ids, c.token_ids, 1.0), atol=1e-4, rtol=0
+        )
+
+
+def test_an_interrupt_before_anything_ran_hands_every_sample_back_empty(hf):
+    engine = make_engine(hf)
+    inbox = FollowUps()
+    inbox.close()
+    inbox.interrupt()
+    got = [
+        c
+        for b in engine.generate_stream(PROMPTS[:2], SamplingParams(n=3, max_new_tokens=8), inbox)
+        for c in b
+    ]
+    assert len(got) == 6 and all(c.finish_reason == "interrupted" and not c.token_ids for c in got)
+    again = engine.generate(PROMPTS[:2], SamplingParams(n=1, temperature=0.0, max_new_tokens=8))
+    assert all(len(c.token_ids) >= 1 for c in again)  # the stopped call's blocks did not leak
+
+
+def test_a_follow_up_must_continue_a_response_of_its_own_prompt(hf):
+    engine = make_engine(hf)
+    other = Completion(0, 0, PROMPTS[1], [5], "x", [-1.0], "interrupted", token_versions=[0])
+    inbox = FollowUps()
+    inbox.put([FollowUp(9, PROMPTS[0], other)])
+    inbox.close()
+    with pytest.raises(ValueError, match="follow-up 9: the response it continues is not of its prompt"):
+        list(engine.generate_stream([], SamplingParams(max_new_tokens=4), inbox))
+
+
+def test_an_engine_that_cannot_continue_a_response_says_so():
+    def stream(prompts, sampling):
+        yield []
+
+    inbox = FollowUps()
+    partial = Completion(0, 0, [1, 2], [3], "x", [-1.0], "interrupted")
+    inbox.put([FollowUp(7, [1, 2], partial)])
+    inbox.close()
+    with pytest.raises(ValueError, match=r"follow-ups \[7\] continue interrupted responses: this engine"):
+        list(follow_ups_in_batches(stream, [], SamplingParams(), inbox))
+
+
+def test_continued_samples_queue_ahead_of_new_prompts_in_the_order_given():
+    sched = Scheduler(BlockAllocator(8), 4, max_num_seqs=8, max_prefill_tokens=64)
+    cohorts = {name: Cohort([Sequence(i, i, 0, [1, 2])]) for i, name in enumerate("abcd")}
+    sched.add(cohorts["a"])
+    sched.add(cohorts["b"])
+    sched.add(cohorts["c"], first=True)
+    sched.add(cohorts["d"], first=True)
+    assert [c.seqs[0].seq_id for c in sched.waiting] == [2, 3, 0, 1]
+
+
+def sample(version: int | None, tokens: int, reason: str = "stop") -> Completion:
+    return Completion(0, 0, [1], [5] * tokens, "x", [0.0] * tokens, reason, policy_version=version)
+
+
+def test_stale_carried_samples_start_over_and_the_rest_stay():
+    ok = Score(1.0, True, "OK")
+    group = Group(
+        Problem(name="p", statement="s", public_tests=[], private_tests=[]),
+        [1],
+        [sample(6, 3), sample(4, 5), sample(5, 2, "interrupted"), sample(6, 0, "interrupted"), None],
+        [ok, ok, None, None, None],
+    )
+    assert start_over_stale([group], step=6, bound=1) == 1  # the finished sample of version 4
+    assert [c is not None for c in group.samples] == [True, False, True, False, False]
+    assert group.scores == [ok, None, None, None, None] and group.unfinished() == [1, 2, 3, 4]
+    assert start_over_stale([group], step=7, bound=1) == 1  # now the interrupted one of version 5
+    assert group.unfinished() == [1, 2, 3, 4] and group.samples[2] is None
+
+
+def test_a_sample_past_the_carry_bound_is_never_trained():
+    check_carry_bound([sample(5, 3), sample(4, 2)], step=5, bound=1)
+    with pytest.raises(CodefuError, match="step 5 would train a carried sample 2 versions old"):
+        check_carry_bound([sample(5, 3), sample(3, 2)], step=5, bound=1)
+
+
+def test_each_mode_means_its_carry_bound():
+    assert LoopConfig().carry_bound == 1
+    assert LoopConfig(mode="async").carry_bound == 2
+    assert LoopConfig(mode="async", max_staleness=4).carry_bound == 4
+
+
+@pytest.mark.parametrize(
+    "loop,rollout,message",
+    [
+        (LoopConfig(over_provision=-0.5), RolloutConfig(engine="native"), "must be >= 0 (0: off), got -0.5"),
+        (LoopConfig(over_provision=0.5), RolloutConfig(), "must be 0 unless rollout.engine is native"),
+        (
+            LoopConfig(over_provision=0.5),
+            RolloutConfig(engine="native", turns=2),
+            "must be 0 with rollout.turns",
+        ),
+        (
+            LoopConfig(over_provision=0.5, mode="one_step_off"),
+            RolloutConfig(engine="native"),
+            "must be 0 with loop.mode one_step_off",
+        ),
+    ],
+)
+def test_bad_over_provisioning_names_its_key(loop, rollout, message):
+    with pytest.raises(CodefuError, match=re.escape("loop.over_provision " + message)):
+        check_run_config(RunConfig(loop=loop, rollout=rollout))
