@@ -192,13 +192,14 @@ class LoopConfig:
     weights that train on it (null: 2); sampling waits rather than run further ahead. Set only with
     async: sync is 0 and one_step_off 1 by definition."""
     over_provision: float = 0.0
-    """Partial rollouts (APRIL): start this share more prompts than a step trains on (0.5: 1.5 times
-    data.prompts_per_step), train on the first data.prompts_per_step groups whose samples have all
-    finished, and stop the rest: they are carried into the next step with the tokens they have, and go on
-    there under the new weights, first in the queue, so no step waits for its longest samples. Carried
-    tokens are older than the weights that train on them: one version at most in sync mode, and
-    loop.max_staleness in async (a sample older than that starts over); trainer.rollout_correction weighs
-    them back. Needs rollout.engine native and rollout.turns 1. 0: off (each step waits for all its
+    """Partial rollouts (APRIL): start this share more groups than a step trains on (0.5: 1.5 times
+    data.prompts_per_step), train on the first data.prompts_per_step whose samples have all finished, and
+    stop the rest: they are carried into the next step with the tokens they have, and go on there under
+    the new weights, first in the queue, so no step waits for the longest samples of its new groups.
+    Carried tokens are older than the weights that train on them: one version at most in sync mode,
+    loop.max_staleness in async (a group that could not wait another step is waited for and trained);
+    trainer.rollout_correction: token_truncate weighs them back (off by default, as in the off-policy
+    modes). Needs rollout.engine native and rollout.turns 1. 0: off (each step waits for all its
     samples)."""
     weight_sync_timeout_s: float = 600.0
     """A weight load on rollout workers of their own (split placement: resources.colocate false, or any
@@ -345,9 +346,10 @@ def check_run_config(cfg: RunConfig) -> None:
         ("loop.over_provision", lp.over_provision == 0 or r.turns == 1, "0 with rollout.turns > 1"),
         (
             "loop.over_provision",
-            lp.over_provision == 0 or lp.mode != "one_step_off",
-            "0 with loop.mode one_step_off (its bound of one version would start every carried sample "
-            "over): use loop.mode async with loop.max_staleness >= 2",
+            lp.over_provision == 0 or lp.mode == "sync" or lp.staleness_bound >= 2,
+            "0 with loop.mode one_step_off, or async with loop.max_staleness < 2 (a sample written a "
+            "version behind could never wait a step: every group would be waited for): use loop.mode "
+            "sync, or async with loop.max_staleness >= 2",
         ),
         (
             "loop.over_provision",

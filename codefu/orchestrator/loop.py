@@ -92,15 +92,16 @@ def train(
     roles = Roles(cfg)
     difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
     loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, difficulty)  # one or a mix
-    start = 0
+    start, extra = 0, None
     if checkpoint is not None:
         extra = roles.load(str(checkpoint))
-        loader.load_state_dict(extra["loader"])
         start = int(extra["step"])
         roles.sync_weights(version=start)  # the policy after `start` steps is version `start`
         log.info("resumed from %s at step %d", checkpoint, start)
     end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
     sampler = make_sampler(cfg, roles, scorer, loader, encode, plan, end)  # how samples are made
+    if extra is not None:
+        sampler.load_state(extra, train_problems)  # the loader, and any groups carried into step `start`
     sink = (
         MultiSink(sinks)
         if sinks
@@ -227,7 +228,7 @@ def save_state(cfg: RunConfig, roles: Roles, sampler: Sampler, run_dir: Path, do
     if finished and not cfg.loop.keep_final_state:
         roles.drop_checkpoints(str(run_dir / "checkpoints"))
     elif last or (cfg.loop.save_every and done % cfg.loop.save_every == 0):
-        state = {"loader": sampler.loader_state(), "step": done}  # as of step `done`, the next to train
+        state = sampler.state() | {"step": done}  # as of step `done`, the next to train
         saved = roles.save(str(run_dir / "checkpoints"), done, state)
         if cfg.loop.hf_export == "every_save":
             roles.export_hf(str(Path(saved) / "hf"))

@@ -40,6 +40,7 @@ from typing import Any
 from codefu.errors import CodefuError
 from codefu.observability.metrics import StepTimer
 from codefu.orchestrator.samplers import OnPolicySampler, Sampled
+from codefu.types import Problem
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class OffPolicySampler:
         self._held = 0  # the version the rollout workers hold (for certain)
         self._next = 0  # the step the thread samples next
         self._asked = 0  # the step `sample` was last asked for
-        self._drawn: dict[int, dict[str, Any]] = {}  # the loader's state before each step's prompts
+        self._drawn: dict[int, dict[str, Any]] = {}  # the sampling's state before each step's prompts
         self._error: BaseException | None = None
         self._stop = False
         self._workers = threading.Lock()  # the rollout workers: the thread's, or latest_weights'
@@ -120,11 +121,14 @@ class OffPolicySampler:
             self._catch_up()
             yield
 
-    def loader_state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, Any]:
         with self._changed:  # the thread records a step's state here before it draws the step's prompts
             if self._asked + 1 in self._drawn:
                 return self._drawn[self._asked + 1]
-            return copy.deepcopy(self.inner.loader.state_dict())  # nothing drawn past training yet
+            return copy.deepcopy(self.inner.state())  # nothing drawn past training yet
+
+    def load_state(self, state: dict[str, Any], problems: list[Problem]) -> None:
+        self.inner.load_state(state, problems)
 
     def close(self) -> None:
         with self._changed:
@@ -172,7 +176,7 @@ class OffPolicySampler:
                     if (carried := self.inner.oldest_carried_version()) is not None:
                         oldest = min(oldest, carried)  # loop.over_provision: tokens of an earlier step
                     with self._changed:
-                        self._drawn[step] = copy.deepcopy(self.inner.loader.state_dict())
+                        self._drawn[step] = copy.deepcopy(self.inner.state())
                     timer = StepTimer()
                     sampled = self.inner.sample(step, timer)
                 with self._changed:

@@ -5,23 +5,28 @@ they have, and go on there under the new weights, ahead of the new prompts:
 
     step s:    groups A B C D E F (prompts_per_step 4, over_provision 0.5)
                A C D F finish first → trained; B (2 of 4 samples finished) and E (none) are carried
-    step s+1:  B's 2 interrupted samples go on, E's 4 too, then 4 new groups; the first 4 to finish train
+    step s+1:  B's and E's samples go on (first in the queue), then 4 new groups; B and E are trained
+               with the first 2 new groups to finish
 
-So no step waits for its longest samples, and none is thrown away. A carried token was written by older
-weights: its sample's policy version (its oldest token's) says by how much, and trainer.rollout_correction
-weighs it back. A sample more than loop.carry_bound versions behind the step that would train it starts
-over (`start_over_stale`). Only the native engine can stop mid-generation and go on later (config checks).
+So no step waits for the longest samples of its new groups. A carried token was written by older
+weights: its sample's policy version (its oldest token's) says by how much. A group is carried only while
+its oldest token stays within loop.carry_bound versions of the step that trains it: a group that could
+not wait another step is `due`, and the engines are not stopped before it is complete (it is trained
+then, with the step's count or beyond it), so no group waits for ever; in sync mode every carried group
+is due at the next step. A carried sample that is past the bound anyway (a resumed run's, after a change
+of loop.mode) starts over (`start_over_stale`). Only the native engine can stop mid-generation and go on
+later (config checks).
 
-A resumed run (--resume) starts with nothing carried: the groups carried at the checkpoint are not
-trained (their problems come again in the next epoch).
+A checkpoint keeps the carried groups (`state`), so a resumed run goes on with them.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 from codefu.errors import CodefuError
 from codefu.observability.metrics import StepTimer
@@ -42,8 +47,10 @@ from codefu.types import Problem
 class Generation:
     """What one step's generation did."""
 
+    generated: bool = False  # the engines ran (else the carried groups alone filled the step)
     written: int = 0  # tokens the engines wrote (a continued sample's earlier ones not counted)
     interrupted: int = 0  # samples stopped unfinished
+    continued: int = 0  # interrupted samples that went on from their tokens
 
 
 @dataclass
@@ -63,6 +70,30 @@ class Group:
     def unfinished(self) -> list[int]:
         return [j for j, s in enumerate(self.scores) if s is None]
 
+    def oldest_version(self) -> int | None:
+        """The policy version of its oldest token (None: it has none yet)."""
+        versions = [c.policy_version for c in self.samples if c is not None and c.num_tokens]
+        return min((v for v in versions if v is not None), default=None)
+
+    def saved(self) -> dict[str, Any]:
+        """Plain data for a checkpoint: the problem by name, each slot's completion and score as dicts."""
+        return {
+            "problem": self.problem.name,
+            "samples": [None if c is None else asdict(c) for c in self.samples],
+            "scores": [None if s is None else asdict(s) for s in self.scores],
+        }
+
+    @classmethod
+    def of_saved(
+        cls, saved: dict[str, Any], problem: Problem, encode: Callable[[Problem], list[int]]
+    ) -> Group:
+        return cls(
+            problem,
+            encode(problem),
+            [None if c is None else Completion(**c) for c in saved["samples"]],
+            [None if s is None else Score(**s) for s in saved["scores"]],
+        )
+
 
 @dataclass
 class OverProvisionedSampler(OnPolicySampler):
@@ -71,49 +102,80 @@ class OverProvisionedSampler(OnPolicySampler):
 
     carried: list[Group] = field(default_factory=list, init=False)  # oldest first
 
+    def state(self) -> dict[str, Any]:
+        return super().state() | {"carried": [group.saved() for group in self.carried]}
+
+    def load_state(self, state: dict[str, Any], problems: list[Problem]) -> None:
+        super().load_state(state, problems)
+        by_name = {p.name: p for p in problems}
+        if missing := sorted({g["problem"] for g in state.get("carried", [])} - set(by_name)):
+            raise CodefuError(
+                f"the checkpoint carries samples of problems {missing[:5]} ({len(missing)} in all) that the "
+                f"training data no longer has: resume with the data it was written with"
+            )
+        self.carried = [
+            Group.of_saved(g, by_name[g["problem"]], self.encode) for g in state.get("carried", [])
+        ]
+
     def oldest_carried_version(self) -> int | None:
-        samples = [c for g in self.carried for c in g.samples if c is not None and c.num_tokens]
-        return min((c.policy_version for c in samples if c.policy_version is not None), default=None)
+        return min((v for g in self.carried if (v := g.oldest_version()) is not None), default=None)
 
     def _sample(self, step: int, timer: StepTimer) -> Sampled:
         cfg = self.cfg
-        want, n = cfg.data.prompts_per_step, cfg.rollout.n
-        started = max(want, math.ceil(want * (1 + cfg.loop.over_provision)))
+        want, n, bound = cfg.data.prompts_per_step, cfg.rollout.n, cfg.loop.carry_bound
+        started = want + math.ceil(round(want * cfg.loop.over_provision, 9))  # (no float noise: 0.1 * 50)
         groups, self.carried = self.carried, []
-        restarted = start_over_stale(groups, step, cfg.loop.carry_bound)
-        continued = sum(c is not None and c.finish_reason == "interrupted" for g in groups for c in g.samples)
-        fresh = self.loader.next_batch(max(0, started - len(groups)))
+        restarted = start_over_stale(groups, step, bound)
+        carried_in = len(groups)
+        fresh = self.loader.next_batch(max(0, started - carried_in))
         groups += [Group(p, self.encode(p), [None] * n, [None] * n) for p in fresh]
+        # a group that could not wait another step (its oldest sample would pass the bound) is trained now:
+        # the engines are not stopped before it is complete, so no group is carried for ever
+        due = {
+            g
+            for g, group in enumerate(groups)
+            if (v := group.oldest_version()) is not None and step + 1 - v > bound
+        }
         complete = [g for g, group in enumerate(groups) if group.complete]  # in the order they completed
         busy_before = self.scorer.busy_s
         run = Generation()
-        if len(complete) < want:  # else the carried groups alone fill the step
-            run = self._generate(groups, len(groups) - len(fresh), complete, step, timer)
-        self.carried = [groups[g] for g in complete[want:]]  # complete, but past the step's groups
-        self.carried += [group for g, group in enumerate(groups) if g not in set(complete)]
-        out = self._trained([groups[g] for g in complete[:want]], step)
+        if not enough(complete, due, want):  # else the carried groups alone fill the step
+            run = self._generate(groups, carried_in, complete, due, timer, step)
+        trained = sorted(due, key=complete.index) + [g for g in complete if g not in due]
+        trained = trained[: max(want, len(due))]
+        self.carried = [groups[g] for g in complete if g not in trained]  # complete, past the step's count
+        self.carried += [group for g, group in enumerate(groups) if not group.complete]
+        out = self._trained([groups[g] for g in trained], step)
+        if run.generated:
+            out.metrics |= self.roles.memory_metrics  # this generation's memory moves and engine numbers
         out.generated_tokens = run.written
         out.judge_busy_s = self.scorer.busy_s - busy_before
         out.metrics |= {
-            "april/groups_started": float(len(groups)),
-            "april/carried_groups": float(len(self.carried)),
+            "april/groups_new": float(len(fresh)),
+            "april/groups_carried_in": float(carried_in),
+            "april/groups_carried_out": float(len(self.carried)),
             "april/carried_samples": float(sum(c is not None for g in self.carried for c in g.samples)),
             "april/interrupted_samples": float(run.interrupted),
-            "april/continued_samples": float(continued),
+            "april/continued_samples": float(run.continued),
             "april/restarted_samples": float(restarted),
         }
         return out
 
     def _generate(
-        self, groups: list[Group], first_new: int, complete: list[int], step: int, timer: StepTimer
+        self,
+        groups: list[Group],
+        first_new: int,
+        complete: list[int],
+        due: set[int],
+        timer: StepTimer,
+        step: int,
     ) -> Generation:
         """Samples every unfinished slot of `groups` (those from `first_new` on are new: n samples of each
-        prompt; the carried ones' slots go on from what they have, or start over) and judges each as it
-        finishes, appending each group to `complete` as its last sample finishes; once prompts_per_step
-        groups are complete the engines stop, and what they had not finished is left in its slot,
-        interrupted."""
+        prompt; the carried ones' slots go on from what they have, or start over, ahead of the new
+        prompts, oldest group first) and judges each as it finishes, appending each group to `complete`
+        as its last sample finishes. Once prompts_per_step groups are complete, the `due` ones among
+        them, the engines stop, and what they had not finished is left in its slot, interrupted."""
         cfg, run = self.cfg, Generation()
-        want = cfg.data.prompts_per_step
         new = groups[first_new:]
         slot_of: dict[int, tuple[int, int]] = {}  # a carried slot's prompt index (after the new prompts)
         for g, group in enumerate(groups[:first_new]):
@@ -121,10 +183,13 @@ class OverProvisionedSampler(OnPolicySampler):
                 slot_of[len(new) + len(slot_of)] = (g, j)
         if not new and not slot_of:
             return run
+        run.generated = True
         had = {(g, j): c.num_tokens for g, j in slot_of.values() if (c := groups[g].samples[j]) is not None}
+        run.continued = sum(n > 0 for n in had.values())
         judged: list[tuple[int, int]] = []  # the slots sent to the judge, in order
         sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101)
-        with self.roles.conversations([g.prompt for g in new], sampling) as conversations:
+        prompts = [g.prompt for g in new]
+        with self.roles.conversations(prompts, sampling, every_worker=True) as conversations:
             for index, (g, j) in slot_of.items():
                 conversations.go_on(index, groups[g].prompt, groups[g].samples[j])
             conversations.close()  # no more: each worker's stream ends when its work is done
@@ -147,7 +212,7 @@ class OverProvisionedSampler(OnPolicySampler):
                         if group.complete:
                             complete.append(g)
                         yield group.problem, c.text
-                    if not stopped and len(complete) >= want:
+                    if not stopped and enough(complete, due, cfg.data.prompts_per_step):
                         conversations.interrupt()  # the rest come back interrupted, in a last batch
                         stopped = True
 
@@ -176,8 +241,12 @@ class OverProvisionedSampler(OnPolicySampler):
         check_carry_bound(out.completions, step, self.cfg.loop.carry_bound)
         self.loader.record(pass_counts(out.all_problems, out.all_scores))
         out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
-        out.metrics |= self.roles.memory_metrics
         return out
+
+
+def enough(complete: list[int], due: set[int], want: int) -> bool:
+    """Whether the step may stop its engines: `want` groups complete, every `due` one among them."""
+    return len(complete) >= want and due <= set(complete)
 
 
 # a finished sample's score before the judge's verdict comes (never trained: _trained checks)

@@ -78,9 +78,12 @@ class RolloutWorkers:
         workers' streaming generators."""
         yield from merged(launch_streams(self.actors, prompts, sampling))
 
-    def conversations(self, prompts: list[list[int]], sampling: SamplingParams) -> WorkerConversations:
-        """`generate_stream` that also takes follow-ups (self-repair turns) while it runs."""
-        return WorkerConversations(self.actors, prompts, sampling)
+    def conversations(
+        self, prompts: list[list[int]], sampling: SamplingParams, every_worker: bool = False
+    ) -> WorkerConversations:
+        """`generate_stream` that also takes follow-ups (self-repair turns) while it runs; `every_worker`:
+        a stream on each worker, also one without prompts (WorkerConversations.go_on)."""
+        return WorkerConversations(self.actors, prompts, sampling, every_worker)
 
     def load_weights(self, state: Any, version: int | None = None, timeout_s: float | None = None) -> None:
         """Every worker loads `state`: one object in Ray's store (an ObjectRef, or a dict put here once), as
@@ -208,13 +211,17 @@ def engine_metrics(calls: list[list[dict[str, float]]]) -> dict[str, float]:
 
 
 def launch_streams(
-    actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams, follow_ups: str | None = None
+    actors: Sequence[Any],
+    prompts: list[list[int]],
+    sampling: SamplingParams,
+    follow_ups: str | None = None,
+    every_worker: bool = False,
 ) -> dict[Any, tuple[int, range]]:
     """Each worker's `generate_stream` on its run of the prompts (split_prompts), with its seed
-    (worker_seed): {stream: (worker, run)}. Workers beyond the prompts get none, unless the streams take
-    `follow_ups` (then every worker has one, which may be given continuations: WorkerConversations)."""
+    (worker_seed): {stream: (worker, run)}. Workers beyond the prompts get none, unless `every_worker`
+    (streams taking `follow_ups` that may be given work of their own: WorkerConversations.go_on)."""
     runs = split_prompts(len(prompts), len(actors))
-    work = [(w, run) for w, run in enumerate(runs) if run or follow_ups is not None]
+    work = [(w, run) for w, run in enumerate(runs) if run or every_worker]
     return {
         actors[w].generate_stream.remote(
             prompts[run.start : run.stop], replace(sampling, seed=worker_seed(sampling.seed, w)), follow_ups
@@ -245,10 +252,12 @@ class WorkerConversations:
     that engine's prefix cache); `close` when no more will come. Prompt indices count over all prompts;
     the caller numbers follow-ups after them."""
 
-    def __init__(self, actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams):
+    def __init__(
+        self, actors: Sequence[Any], prompts: list[list[int]], sampling: SamplingParams, every_worker: bool
+    ):
         self.actors = actors
         self.name = uuid.uuid4().hex  # the workers' inboxes of this stream
-        self.streams = launch_streams(actors, prompts, sampling, self.name)
+        self.streams = launch_streams(actors, prompts, sampling, self.name, every_worker)
         self.offset = {w: run.start for w, run in self.streams.values()}
         self.worker_of = {i: w for w, run in self.streams.values() for i in run}
         self.calls: list[Any] = []  # follow-up calls not known to have succeeded yet
@@ -272,19 +281,20 @@ class WorkerConversations:
         self.calls.append(self.actors[w].follow_up.remote(self.name, [local]))
 
     def go_on(self, index: int, prompt: list[int], response: Completion | None) -> None:
-        """A sample of `prompt` as prompt `index`, on the worker given the fewest so far: `response` (an
-        interrupted completion of it) continued, or None: a new one. Its completion comes back with that
-        prompt_index and, continued, every token, old and new."""
+        """A sample of `prompt` as prompt `index`, on the worker given the fewest so far, ahead of the
+        prompts waiting there: `response` (an interrupted completion of it) continued, or None: a new one.
+        Its completion comes back with that prompt_index and, continued, every token, old and new. (Made
+        with `every_worker`, so that every worker has a stream to take it.)"""
         w = min(self.offset, key=lambda w: self.continued[w])
         self.continued[w] += 1
         self.worker_of[index] = w
-        local = FollowUp(index - self.offset[w], prompt, response)
+        local = FollowUp(index - self.offset[w], prompt, response, first=True)
         self.calls.append(self.actors[w].follow_up.remote(self.name, [local]))
 
     def interrupt(self) -> None:
         """Every worker stops now; the completions it had not finished come in its last batch, marked
         interrupted. After `close` (a stream that has ended has nothing to stop)."""
-        assert self.closed, "interrupt() after close()"
+        assert self.closed, "interrupt() called before close(): a follow-up could still be on its way"
         ray.get([self.actors[w].interrupt.remote(self.name) for w in self.offset])
 
     def close(self, abort: bool = False) -> None:
@@ -463,12 +473,12 @@ class Roles:
 
     @contextlib.contextmanager
     def conversations(
-        self, prompts: list[list[int]], sampling: SamplingParams
+        self, prompts: list[list[int]], sampling: SamplingParams, every_worker: bool = False
     ) -> Iterator[WorkerConversations]:
         """The rollout workers' `WorkerConversations` (self-repair turns as they come), in a generation
         phase of their own unless one is open; closed at the end."""
         with self.generating():
-            conversations = self.rollout.conversations(prompts, sampling)
+            conversations = self.rollout.conversations(prompts, sampling, every_worker)
             try:
                 yield conversations
             finally:

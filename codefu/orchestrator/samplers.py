@@ -22,6 +22,7 @@ Not codefu.rollout.sampling, which draws one token from the logits.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,8 @@ from codefu.orchestrator.roles import Roles
 from codefu.orchestrator.scoring import Feedback, Score, Scorer
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.types import Problem
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -85,8 +88,15 @@ class Sampler(Protocol):
         (validation)."""
         ...
 
-    def loader_state(self) -> dict[str, Any]:
-        """The loader's state as of the next step to train (a resumed run draws that step's prompts)."""
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the sampling, as of the next step to train: the loader's state under
+        "loader" (a resumed run draws that step's prompts) and, with loop.over_provision, the groups
+        carried into it under "carried"."""
+        ...
+
+    def load_state(self, state: dict[str, Any], problems: list[Problem]) -> None:
+        """Continue from a checkpoint's `state()` (before the first `sample`); `problems`: the run's
+        training problems (a carried group names its problem)."""
         ...
 
     def close(self) -> None:
@@ -159,8 +169,17 @@ class OnPolicySampler:
     def latest_weights(self) -> AbstractContextManager[None]:
         return contextlib.nullcontext()  # sampling waits for each sync: the engines are never behind
 
-    def loader_state(self) -> dict[str, Any]:
-        return self.loader.state_dict()
+    def state(self) -> dict[str, Any]:
+        return {"loader": self.loader.state_dict()}
+
+    def load_state(self, state: dict[str, Any], problems: list[Problem]) -> None:
+        self.loader.load_state_dict(state["loader"])
+        if carried := state.get("carried"):
+            log.warning(
+                "the checkpoint carries %d groups of partial rollouts into this step, which this run "
+                "(loop.over_provision 0) drops: their problems come again in the next epoch",
+                len(carried),
+            )
 
     def oldest_carried_version(self) -> int | None:
         """The policy version of the oldest token kept from an earlier step (loop.over_provision's carried

@@ -11,7 +11,8 @@ A follow-up is sampled once (n = 1) with the stream's sampling settings; its com
 `prompt_index=index` (the caller numbers follow-ups past the stream's own prompts) and sample_index 0.
 A follow-up with a `response` continues that interrupted completion (its prompt is the completion's):
 the completion that comes back holds the tokens it had and those written now, within the stream's
-max_new_tokens over both (the native engine only: others raise).
+max_new_tokens over both (the native engine only: others raise). A follow-up put `first` is queued
+ahead of the prompts waiting (those put first keep their order).
 
 `interrupt()` ends the stream early: the engine stops, and every sample not finished yet comes back in
 a last batch with finish_reason "interrupted" and the tokens it had (loop.over_provision, APRIL).
@@ -33,6 +34,7 @@ class FollowUp:
     index: int  # the completion's prompt_index
     prompt: list[int]
     response: Completion | None = None  # an interrupted completion of `prompt` to go on with
+    first: bool = False  # queued ahead of the stream's prompts (a carried sample: its group waits for it)
 
 
 class FollowUps:

@@ -40,13 +40,18 @@ def trained(monkeypatch):
     return seen
 
 
-def run(tmp_path: Path, name: str, steps: int, **loop_keys) -> list[dict]:
-    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps)
+def run(
+    tmp_path: Path, name: str, steps: int, max_steps: int | None = None, save_every: int = 0, **loop_keys
+) -> list[dict]:
+    cfg = toy_config(toy_model_dir(tmp_path / "model"), steps, save_every=save_every)
     # 12 sequences at once: the 8 of a group are admitted over two prefills, so groups end at different steps
     rollout = replace(cfg.rollout, engine="native", kv_cache_tokens=1024, max_num_seqs=12, max_new_tokens=12)
     cfg = replace(cfg, rollout=rollout, loop=replace(cfg.loop, over_provision=1.0, **loop_keys))
     run_dir = tmp_path / name
-    loop.train(cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), sinks=[JsonlSink(run_dir)])
+    sinks = [JsonlSink(run_dir)]
+    loop.train(
+        cfg, run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer(), max_steps=max_steps, sinks=sinks
+    )
     return read_metrics(run_dir / "metrics.jsonl")
 
 
@@ -68,7 +73,7 @@ def test_each_step_trains_whole_groups_and_carries_the_rest(local_ray, tmp_path,
                 assert 0 <= step - c.policy_version <= bound
                 assert c.token_versions and c.policy_version == min(c.token_versions)
                 assert len(c.token_versions) == len(c.logprobs) == c.num_tokens
-    assert all(r["april/groups_started"] == 8 for r in rows)
+    assert all(r["april/groups_new"] + r["april/groups_carried_in"] == 8 for r in rows)
     assert rows[0]["april/interrupted_samples"] > 0, rows[0]  # the tail was stopped, not waited for
     assert sum(r["april/continued_samples"] for r in rows[1:]) > 0
     # a continued sample holds tokens of two versions: the step it started in and the one it ended in
@@ -77,3 +82,14 @@ def test_each_step_trains_whole_groups_and_carries_the_rest(local_ray, tmp_path,
     assert all(r["async/staleness_max"] <= bound for r in rows)
     for r in rows:  # what the engines wrote, not the tokens trained (a continued sample's earlier ones)
         assert r["rollout/response_tokens"] > 0
+
+
+def test_a_resumed_run_goes_on_with_the_groups_carried_at_its_checkpoint(local_ray, tmp_path, trained):
+    first = run(tmp_path, "resumed", steps=3, max_steps=2, save_every=2)
+    assert first[-1]["april/carried_samples"] > 0  # the checkpoint after step 2 carries written samples
+    trained.clear()
+    rows = run(tmp_path, "resumed", steps=3, save_every=2)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    # tokens of version 1 can only come from the checkpoint: the resumed session syncs version 2
+    assert any(c.policy_version == 1 for c, _, _ in trained[2]), [c.policy_version for c, _, _ in trained[2]]
+    assert rows[-1]["april/continued_samples"] > 0

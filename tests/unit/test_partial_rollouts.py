@@ -1,20 +1,32 @@
 """Partial rollouts (loop.over_provision, APRIL) below the loop: the native engine stops mid-generation
 and hands back every unfinished sample with the tokens it has, and goes on with them later to exactly the
 tokens an uninterrupted run writes, old tokens keeping their version; continued samples queue first;
-the carried samples' staleness rules; and the config rules that name the key."""
+the sampler's bookkeeping over many steps on a real engine and rollout worker (every group trained once,
+whole, with its own prompt, none carried past the bound); the carried samples' staleness rules; and the
+config rules that name the key."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
 import torch
 
+from codefu.data.loader import ProblemLoader
 from codefu.errors import CodefuError
-from codefu.orchestrator.config import LoopConfig, RolloutConfig, RunConfig, check_run_config
-from codefu.orchestrator.partial_rollouts import Group, check_carry_bound, start_over_stale
-from codefu.orchestrator.scoring import Score
+from codefu.observability.metrics import StepTimer
+from codefu.orchestrator.config import DataConfig, LoopConfig, RolloutConfig, RunConfig, check_run_config
+from codefu.orchestrator.episodes import EpisodePlan
+from codefu.orchestrator.partial_rollouts import (
+    Group,
+    OverProvisionedSampler,
+    check_carry_bound,
+    start_over_stale,
+)
+from codefu.orchestrator.scoring import BaseScorer, Score
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
+from codefu.rollout.actor import RolloutWorker
 from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
 from codefu.rollout.native.engine import PENDING
 from codefu.rollout.native.kv_cache import BlockAllocator
@@ -96,6 +108,21 @@ def test_an_interrupt_before_anything_ran_hands_every_sample_back_empty(hf):
     assert all(len(c.token_ids) >= 1 for c in again)  # the stopped call's blocks did not leak
 
 
+def test_follow_ups_not_yet_taken_at_an_interrupt_come_back_too(hf):
+    engine = make_engine(hf)
+    partial = Completion(0, 0, PROMPTS[1], [5, 6], "x", [-1.0, -2.0], "interrupted", token_versions=[3, 3])
+    inbox = FollowUps()
+    inbox.put([FollowUp(50, PROMPTS[0]), FollowUp(51, PROMPTS[1], partial, first=True)])
+    inbox.interrupt()  # before the stream took them
+    got = {
+        c.prompt_index: c for b in engine.generate_stream(PROMPTS[2:3], SamplingParams(), inbox) for c in b
+    }
+    assert sorted(got) == [0, 50, 51] and all(c.finish_reason == "interrupted" for c in got.values())
+    assert (
+        got[51].token_ids == [5, 6] and got[51].token_versions == [3, 3] and got[51].logprobs == [-1.0, -2.0]
+    )
+
+
 def test_a_follow_up_must_continue_a_response_of_its_own_prompt(hf):
     engine = make_engine(hf)
     other = Completion(0, 0, PROMPTS[1], [5], "x", [-1.0], "interrupted", token_versions=[0])
@@ -172,10 +199,123 @@ def test_each_mode_means_its_carry_bound():
         (
             LoopConfig(over_provision=0.5, mode="one_step_off"),
             RolloutConfig(engine="native"),
-            "must be 0 with loop.mode one_step_off",
+            "must be 0 with loop.mode one_step_off, or async with loop.max_staleness < 2",
+        ),
+        (
+            LoopConfig(over_provision=0.5, mode="async", max_staleness=1),
+            RolloutConfig(engine="native"),
+            "must be 0 with loop.mode one_step_off, or async with loop.max_staleness < 2",
         ),
     ],
 )
 def test_bad_over_provisioning_names_its_key(loop, rollout, message):
     with pytest.raises(CodefuError, match=re.escape("loop.over_provision " + message)):
         check_run_config(RunConfig(loop=loop, rollout=rollout))
+
+
+def test_a_carried_group_survives_a_checkpoint_as_plain_data():
+    problem = Problem(name="p", statement="s", public_tests=[], private_tests=[])
+    partial = sample(3, 2, "interrupted")
+    partial.token_versions = [2, 3]
+    group = Group(problem, [1, 2], [sample(3, 4), partial, None], [Score(1.0, True, "ACCEPTED"), None, None])
+    saved = group.saved()
+    assert saved["problem"] == "p" and saved["samples"][2] is None
+    again = Group.of_saved(saved, problem, lambda p: [1, 2])
+    assert again == group
+
+
+class WorkerOnThisThread:
+    """What the sampler asks of Roles, served by one real RolloutWorker (the actor's body, stamping the
+    versions) around a native engine, in this process: Ray only carries the same calls."""
+
+    memory_metrics: dict[str, float] = {}
+
+    def __init__(self, engine: NativeEngine):
+        self.worker = RolloutWorker(lambda: engine)
+        self.rollout = self
+        self.streams = 0
+
+    def deaths_named(self, what):
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def conversations(self, prompts, sampling, every_worker=False):
+        self.streams += 1
+        name = f"s{self.streams}"
+        worker = self.worker
+
+        class Conversations:
+            def go_on(self, index, prompt, response):
+                worker.follow_up(name, [FollowUp(index, prompt, response, first=True)])
+
+            def close(self, abort=False):
+                worker.end_follow_ups(name, abort)
+
+            def interrupt(self):
+                worker.interrupt(name)
+
+            def __iter__(self):
+                yield from worker.generate_stream(prompts, sampling, name)
+
+        conversations = Conversations()
+        try:
+            yield conversations
+        finally:
+            conversations.close()
+
+
+class ByLength(BaseScorer):
+    """Passes a response of odd length: a verdict per sample, whatever the model wrote."""
+
+    def score_stream(self, items):
+        return [Score(float(len(text) % 2), bool(len(text) % 2), "ACCEPTED") for _, text in items]
+
+    def check_public_each(self, items):
+        raise NotImplementedError
+
+
+def test_every_group_is_trained_once_whole_and_within_the_bound(hf):
+    problems = [Problem(f"p{i}", "", [], []) for i in range(40)]
+    prompts = {p.name: [3 + i, 7, 11 + i % 13, 20 + i % 7] for i, p in enumerate(problems)}
+    cfg = RunConfig(
+        data=DataConfig(prompts_per_step=2),
+        rollout=RolloutConfig(engine="native", n=4, max_new_tokens=40, temperature=1.0),
+        loop=LoopConfig(over_provision=2.0),
+    )
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=4096, max_num_seqs=6)
+    engine = NativeEngine.from_hf_model(hf, None, config)
+    roles = WorkerOnThisThread(engine)
+    loader = ProblemLoader(problems, seed=0, shuffle=False, epochs=1)
+    sampler = OverProvisionedSampler(cfg, roles, ByLength(), loader, lambda p: prompts[p.name], EpisodePlan())
+    trained: list[str] = []
+    totals = {"interrupted": 0.0, "continued": 0.0}
+    due: set[str] = set()  # groups carried with tokens: sync trains them at the next step
+    for step in range(14):
+        roles.worker.load_weights(None, version=step)  # the policy after `step` steps
+        out = sampler.sample(step, StepTimer())
+        assert out.completions, step
+        by_group: dict[int, list[Completion]] = {}
+        for c, p, g in zip(out.completions, out.problems, out.groups, strict=True):
+            assert c.prompt_ids == prompts[p.name]  # the group's own prompt: no sample misrouted
+            assert c.finish_reason in ("stop", "length") and c.num_tokens <= 40
+            assert 0 <= step - c.policy_version <= 1  # sync: a carried sample is one version old at most
+            assert c.policy_version == min(c.token_versions) and len(c.token_versions) == c.num_tokens
+            by_group.setdefault(g, []).append(c)
+        names = {
+            g: {p.name for p, gg in zip(out.problems, out.groups, strict=True) if gg == g} for g in by_group
+        }
+        assert all(len(n) == 1 for n in names.values())
+        assert all(sorted(c.sample_index for c in cs) == [0, 1, 2, 3] for cs in by_group.values())
+        assert len(by_group) >= 2  # prompts_per_step, or more when carried groups were due
+        trained += [next(iter(n)) for n in names.values()]
+        assert due <= {next(iter(n)) for n in names.values()}, step
+        due = {g.problem.name for g in sampler.carried if g.oldest_version() is not None}
+        totals["interrupted"] += out.metrics["april/interrupted_samples"]
+        totals["continued"] += out.metrics["april/continued_samples"]
+        # sync: a group is carried once at most, so nothing waiting is older than this step's weights
+        assert all(g.oldest_version() in (None, step) for g in sampler.carried), step
+        assert out.metrics["april/restarted_samples"] == 0
+    assert len(trained) == len(set(trained))  # no group trained twice
+    assert totals["interrupted"] > 0 and totals["continued"] > 0  # the tail was stopped and went on
+    started = set(trained) | {g.problem.name for g in sampler.carried}
+    assert started == {p.name for p in problems[: len(started)]}  # no group lost on the way

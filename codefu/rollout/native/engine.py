@@ -353,6 +353,7 @@ class NativeEngine:
                 if follow_ups is not None and follow_ups.aborted:
                     return  # the caller gave up: what runs is dropped (the next start() resets the blocks)
                 if follow_ups is not None and follow_ups.interrupted:
+                    self.add(follow_ups.take(wait=False) or [])  # put, not yet taken: handed back too
                     yield self._interrupted(finishing)  # (the next start() resets the blocks)
                     return
                 if taking:
@@ -525,9 +526,10 @@ class NativeEngine:
     def add(self, follow_ups: list[FollowUp]) -> None:
         """Queue prompts that arrived after `start`, one sequence each (prompt_index: the follow-up's)."""
         for f in follow_ups:
-            self._check_prompt(f.prompt, f"follow-up {f.index}")
             if f.response is not None and f.response.prompt_ids != f.prompt:
                 raise ValueError(f"follow-up {f.index}: the response it continues is not of its prompt")
+            so_far = [] if f.response is None else f.response.token_ids
+            self._check_prompt(f.prompt + so_far, f"follow-up {f.index}")
         for f in follow_ups:
             seq = Sequence(len(self._seqs), f.index, 0, list(f.prompt))
             if f.response is not None:  # an interrupted sample, prefilled with what it wrote (recomputed)
@@ -535,8 +537,7 @@ class NativeEngine:
                 seq.tokens, seq.logprobs = list(r.token_ids), list(r.logprobs)
                 seq.versions = list(r.token_versions or [r.policy_version or 0] * len(r.token_ids))
             self._seqs.append(seq)
-            # a continued sample first: the oldest work, the one its group waits for
-            self.scheduler.add(Cohort([seq]), first=f.response is not None)
+            self.scheduler.add(Cohort([seq]), first=f.first)
 
     @property
     def done(self) -> bool:

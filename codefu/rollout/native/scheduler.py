@@ -209,7 +209,7 @@ class Scheduler:
     def _preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
         self._release(seq)  # its readmission finds in the prefix cache what it had computed
-        self.waiting.appendleft(Cohort([seq]))
+        self.waiting.appendleft(Cohort([seq], first=True))  # the oldest work: ahead of what `add` puts first
         self.num_preemptions += 1
 
     def _release(self, seq: Sequence) -> None:
