@@ -1,17 +1,19 @@
 """The toy tasks of the Ray tier: a tiny model learns to write 'a' (CharScorer), or, over two self-repair
 turns, the character a problem keeps secret until the feedback shows it (SecretCharScorer); their config
-and problems."""
+and problems; and a spy on the samples a loop trains on (`on_each_sample`)."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from codefu.data.difficulty import DifficultyConfig
 from codefu.models.tiny import tiny_model, tiny_tokenizer
+from codefu.orchestrator import loop
 from codefu.orchestrator.config import AlgoConfig, DataConfig, LoopConfig, RolloutConfig, RunConfig
 from codefu.orchestrator.layout import ResourcesConfig
+from codefu.orchestrator.samplers import Sampled
 from codefu.orchestrator.scoring import BaseScorer, Feedback, Score
 from codefu.trainer.config import TrainerConfig
 from codefu.types import Problem, TestCase
@@ -91,3 +93,23 @@ def secret_problems() -> list[Problem]:
     balanced, so no step's majority pulls a blind policy towards one character)."""
     prompt = [{"role": "user", "content": "x"}]
     return [Problem(f"s{i}", "", [], [], prompt=prompt, extra={"target": SECRETS[i % 2]}) for i in range(8)]
+
+
+def on_each_sample(monkeypatch, see: Callable[[int, Sampled], None]) -> None:
+    """`see(step, sampled)` with every step's samples, where codefu.orchestrator.loop gets them from its
+    sampler (whatever sampler make_sampler picks)."""
+    real_make = loop.make_sampler
+
+    def spying_make(*args, **kwargs):
+        sampler = real_make(*args, **kwargs)
+        real_sample = sampler.sample
+
+        def sample(step, timer):
+            sampled = real_sample(step, timer)
+            see(step, sampled)
+            return sampled
+
+        sampler.sample = sample
+        return sampler
+
+    monkeypatch.setattr(loop, "make_sampler", spying_make)

@@ -15,7 +15,7 @@ from codefu.errors import CodefuError
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
-from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
+from helpers.toy_loop import CharScorer, on_each_sample, toy_config, toy_model_dir, toy_problems
 
 
 class SlowScorer(CharScorer):
@@ -62,24 +62,14 @@ def samples_seen(monkeypatch):
     """Every sample the loop trained on, as (step, policy_version, problem), taken where the loop gets
     them from its sampler."""
     seen: list[tuple[int, int | None, str]] = []
-    real_make = loop.make_sampler
 
-    def spying_make(*args, **kwargs):
-        sampler = real_make(*args, **kwargs)
-        real_sample = sampler.sample
+    def see(step, sampled):
+        seen.extend(
+            (step, c.policy_version, p.name)
+            for c, p in zip(sampled.completions, sampled.problems, strict=True)
+        )
 
-        def sample(step, timer):
-            sampled = real_sample(step, timer)
-            seen.extend(
-                (step, c.policy_version, p.name)
-                for c, p in zip(sampled.completions, sampled.problems, strict=True)
-            )
-            return sampled
-
-        sampler.sample = sample
-        return sampler
-
-    monkeypatch.setattr(loop, "make_sampler", spying_make)
+    on_each_sample(monkeypatch, see)
     return seen
 
 

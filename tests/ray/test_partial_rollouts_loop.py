@@ -13,30 +13,20 @@ import pytest
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
-from helpers.toy_loop import CharScorer, toy_config, toy_model_dir, toy_problems
+from helpers.toy_loop import CharScorer, on_each_sample, toy_config, toy_model_dir, toy_problems
 
 pytestmark = pytest.mark.slow  # Ray loops (~1-2 min each on a loaded 2-core machine): the slow tier
 
 
 @pytest.fixture
 def trained(monkeypatch):
-    """Every step's trained completions with their problems, taken where the loop gets them."""
+    """Every step's trained completions with their problems and groups, taken where the loop gets them."""
     seen: dict[int, list] = {}
-    real_make = loop.make_sampler
 
-    def spying_make(*args, **kwargs):
-        sampler = real_make(*args, **kwargs)
-        real_sample = sampler.sample
+    def see(step, sampled):
+        seen[step] = list(zip(sampled.completions, sampled.problems, sampled.groups, strict=True))
 
-        def sample(step, timer):
-            sampled = real_sample(step, timer)
-            seen[step] = list(zip(sampled.completions, sampled.problems, sampled.groups, strict=True))
-            return sampled
-
-        sampler.sample = sample
-        return sampler
-
-    monkeypatch.setattr(loop, "make_sampler", spying_make)
+    on_each_sample(monkeypatch, see)
     return seen
 
 
