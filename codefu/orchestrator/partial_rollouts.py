@@ -13,9 +13,10 @@ weights: its sample's policy version (its oldest token's) says by how much. A gr
 its oldest token stays within loop.carry_bound versions of the step that trains it: a group that could
 not wait another step is `due`, and the engines are not stopped before it is complete (it is trained
 then, with the step's count or beyond it), so no group waits for ever; in sync mode every carried group
-is due at the next step. A carried sample that is past the bound anyway (a resumed run's, after a change
-of loop.mode) starts over (`start_over_stale`). Only the native engine can stop mid-generation and go on
-later (config checks).
+is due at the next step, and in async a group sampled ahead becomes due as its first sample written by
+too old weights finishes. A sample that is past the bound anyway (one interrupted before any of its
+group's samples showed its age) starts over (`start_over_stale`). Only the native engine can stop
+mid-generation and go on later (config checks).
 
 A checkpoint keeps the carried groups (`state`), so a resumed run goes on with them.
 """
@@ -69,6 +70,12 @@ class Group:
 
     def unfinished(self) -> list[int]:
         return [j for j, s in enumerate(self.scores) if s is None]
+
+    def due(self, step: int, bound: int) -> bool:
+        """Whether it must be trained at `step`: its oldest token would be more than `bound` versions behind
+        the step after."""
+        v = self.oldest_version()
+        return v is not None and step + 1 - v > bound
 
     def oldest_version(self) -> int | None:
         """The policy version of its oldest token (None: it has none yet)."""
@@ -131,11 +138,7 @@ class OverProvisionedSampler(OnPolicySampler):
         groups += [Group(p, self.encode(p), [None] * n, [None] * n) for p in fresh]
         # a group that could not wait another step (its oldest sample would pass the bound) is trained now:
         # the engines are not stopped before it is complete, so no group is carried for ever
-        due = {
-            g
-            for g, group in enumerate(groups)
-            if (v := group.oldest_version()) is not None and step + 1 - v > bound
-        }
+        due = {g for g, group in enumerate(groups) if group.due(step, bound)}
         complete = [g for g, group in enumerate(groups) if group.complete]  # in the order they completed
         busy_before = self.scorer.busy_s
         run = Generation()
@@ -174,8 +177,10 @@ class OverProvisionedSampler(OnPolicySampler):
         prompt; the carried ones' slots go on from what they have, or start over, ahead of the new
         prompts, oldest group first) and judges each as it finishes, appending each group to `complete`
         as its last sample finishes. Once prompts_per_step groups are complete, the `due` ones among
-        them, the engines stop, and what they had not finished is left in its slot, interrupted."""
+        them (a group whose finished samples turn out too old to wait joins them), the engines stop, and
+        what they had not finished is left in its slot, interrupted."""
         cfg, run = self.cfg, Generation()
+        bound = cfg.loop.carry_bound
         new = groups[first_new:]
         slot_of: dict[int, tuple[int, int]] = {}  # a carried slot's prompt index (after the new prompts)
         for g, group in enumerate(groups[:first_new]):
@@ -211,6 +216,8 @@ class OverProvisionedSampler(OnPolicySampler):
                         group.scores[j] = PENDING_SCORE  # finished: its verdict is all that is to come
                         if group.complete:
                             complete.append(g)
+                        elif group.due(step, bound):  # written by weights too old to wait a step
+                            due.add(g)  # (async: sampled ahead; learned only as its samples finish)
                         yield group.problem, c.text
                     if not stopped and enough(complete, due, cfg.data.prompts_per_step):
                         conversations.interrupt()  # the rest come back interrupted, in a last batch

@@ -274,31 +274,37 @@ class ByLength(BaseScorer):
         raise NotImplementedError
 
 
-def test_every_group_is_trained_once_whole_and_within_the_bound(hf):
+@pytest.mark.parametrize(
+    "mode,max_staleness,lag",
+    # lag: how many versions behind the step its samples are written (async samples ahead of training)
+    [("sync", None, 0), ("async", 2, 1), ("async", 2, 2)],
+)
+def test_every_group_is_trained_once_whole_and_within_the_bound(hf, mode, max_staleness, lag):
     problems = [Problem(f"p{i}", "", [], []) for i in range(40)]
     prompts = {p.name: [3 + i, 7, 11 + i % 13, 20 + i % 7] for i, p in enumerate(problems)}
     cfg = RunConfig(
         data=DataConfig(prompts_per_step=2),
         rollout=RolloutConfig(engine="native", n=4, max_new_tokens=40, temperature=1.0),
-        loop=LoopConfig(over_provision=2.0),
+        loop=LoopConfig(over_provision=2.0, mode=mode, max_staleness=max_staleness),
     )
+    bound = cfg.loop.carry_bound
     config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=4096, max_num_seqs=6)
     engine = NativeEngine.from_hf_model(hf, None, config)
     roles = WorkerOnThisThread(engine)
     loader = ProblemLoader(problems, seed=0, shuffle=False, epochs=1)
     sampler = OverProvisionedSampler(cfg, roles, ByLength(), loader, lambda p: prompts[p.name], EpisodePlan())
     trained: list[str] = []
-    totals = {"interrupted": 0.0, "continued": 0.0}
-    due: set[str] = set()  # groups carried with tokens: sync trains them at the next step
+    totals = {"interrupted": 0.0, "continued": 0.0, "restarted": 0.0}
+    due: set[str] = set()  # groups carried that could not wait another step
     for step in range(14):
-        roles.worker.load_weights(None, version=step)  # the policy after `step` steps
+        roles.worker.load_weights(None, version=max(0, step - lag))  # the weights the samples are written by
         out = sampler.sample(step, StepTimer())
         assert out.completions, step
         by_group: dict[int, list[Completion]] = {}
         for c, p, g in zip(out.completions, out.problems, out.groups, strict=True):
             assert c.prompt_ids == prompts[p.name]  # the group's own prompt: no sample misrouted
             assert c.finish_reason in ("stop", "length") and c.num_tokens <= 40
-            assert 0 <= step - c.policy_version <= 1  # sync: a carried sample is one version old at most
+            assert 0 <= step - c.policy_version <= bound
             assert c.policy_version == min(c.token_versions) and len(c.token_versions) == c.num_tokens
             by_group.setdefault(g, []).append(c)
         names = {
@@ -309,12 +315,23 @@ def test_every_group_is_trained_once_whole_and_within_the_bound(hf):
         assert len(by_group) >= 2  # prompts_per_step, or more when carried groups were due
         trained += [next(iter(n)) for n in names.values()]
         assert due <= {next(iter(n)) for n in names.values()}, step
-        due = {g.problem.name for g in sampler.carried if g.oldest_version() is not None}
-        totals["interrupted"] += out.metrics["april/interrupted_samples"]
-        totals["continued"] += out.metrics["april/continued_samples"]
-        # sync: a group is carried once at most, so nothing waiting is older than this step's weights
-        assert all(g.oldest_version() in (None, step) for g in sampler.carried), step
-        assert out.metrics["april/restarted_samples"] == 0
+        # a finished sample carried can wait a step (else its group was due, and trained); only a sample
+        # interrupted before its group showed its age may be too old, and it starts over
+        waiting = [
+            c for g in sampler.carried for c, sc in zip(g.samples, g.scores, strict=True) if sc is not None
+        ]
+        assert all(step + 1 - c.policy_version <= bound for c in waiting), step
+        if lag < bound:  # every token written now can wait a step
+            assert all(
+                step + 1 - v <= bound for g in sampler.carried if (v := g.oldest_version()) is not None
+            )
+        due = {g.problem.name for g in sampler.carried if g.due(step + 1, bound)}
+        for key in totals:
+            totals[key] += out.metrics[f"april/{key}_samples"]
+    if lag < bound:  # every sample can wait a step: none starts over
+        assert totals["restarted"] == 0
+    else:  # only interrupted samples start over, never a finished one
+        assert totals["restarted"] <= totals["interrupted"]
     assert len(trained) == len(set(trained))  # no group trained twice
     assert totals["interrupted"] > 0 and totals["continued"] > 0  # the tail was stopped and went on
     started = set(trained) | {g.problem.name for g in sampler.carried}
