@@ -23,9 +23,10 @@ A checkpoint keeps the carried groups (`state`), so a resumed run goes on with t
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -83,20 +84,20 @@ class Group:
         return min((v for v in versions if v is not None), default=None)
 
     def saved(self) -> dict[str, Any]:
-        """Plain data for a checkpoint: the problem by name, each slot's completion and score as dicts."""
+        """Plain data for a checkpoint: the problem by name and its prompt, each slot's completion and score
+        as dicts."""
         return {
             "problem": self.problem.name,
+            "prompt": list(self.prompt),
             "samples": [None if c is None else asdict(c) for c in self.samples],
             "scores": [None if s is None else asdict(s) for s in self.scores],
         }
 
     @classmethod
-    def of_saved(
-        cls, saved: dict[str, Any], problem: Problem, encode: Callable[[Problem], list[int]]
-    ) -> Group:
+    def of_saved(cls, saved: dict[str, Any], problem: Problem) -> Group:
         return cls(
             problem,
-            encode(problem),
+            list(saved["prompt"]),
             [None if c is None else Completion(**c) for c in saved["samples"]],
             [None if s is None else Score(**s) for s in saved["scores"]],
         )
@@ -114,15 +115,20 @@ class OverProvisionedSampler(OnPolicySampler):
 
     def load_state(self, state: dict[str, Any], problems: list[Problem]) -> None:
         super().load_state(state, problems)
-        by_name = {p.name: p for p in problems}
-        if missing := sorted({g["problem"] for g in state.get("carried", [])} - set(by_name)):
-            raise CodefuError(
-                f"the checkpoint carries samples of problems {missing[:5]} ({len(missing)} in all) that the "
-                f"training data no longer has: resume with the data it was written with"
-            )
-        self.carried = [
-            Group.of_saved(g, by_name[g["problem"]], self.encode) for g in state.get("carried", [])
-        ]
+        self.carried = [Group.of_saved(g, self._owner(g, problems)) for g in state.get("carried", [])]
+
+    def _owner(self, saved: dict[str, Any], problems: list[Problem]) -> Problem:
+        """The problem of a saved group: the one of its name whose prompt this run encodes as it was
+        sampled (two datasets of a mix may share a name), or a CodefuError."""
+        named = [p for p in problems if p.name == saved["problem"]]
+        for problem in named:
+            if self.encode(problem) == saved["prompt"]:
+                return problem
+        why = "has no problem of that name" if not named else "encodes its prompt otherwise"
+        raise CodefuError(
+            f"the checkpoint carries partial samples of problem {saved['problem']!r} (loop.over_provision), "
+            f"and this run {why}: resume with the data, prompt template and tokenizer it was written with"
+        )
 
     def oldest_carried_version(self) -> int | None:
         return min((v for g in self.carried if (v := g.oldest_version()) is not None), default=None)
@@ -144,7 +150,8 @@ class OverProvisionedSampler(OnPolicySampler):
         run = Generation()
         if not enough(complete, due, want):  # else the carried groups alone fill the step
             run = self._generate(groups, carried_in, complete, due, timer, step)
-        trained = sorted(due, key=complete.index) + [g for g in complete if g not in due]
+        # the due groups first (complete: the engines waited for them), then in the order they completed
+        trained = [g for g in complete if g in due] + [g for g in complete if g not in due]
         trained = trained[: max(want, len(due))]
         self.carried = [groups[g] for g in complete if g not in trained]  # complete, past the step's count
         self.carried += [group for g, group in enumerate(groups) if not group.complete]
@@ -214,17 +221,24 @@ class OverProvisionedSampler(OnPolicySampler):
                             continue
                         judged.append((g, j))
                         group.scores[j] = PENDING_SCORE  # finished: its verdict is all that is to come
+                        # written by weights too old to wait a step (async: sampled ahead; learned only
+                        # as its samples finish): waited for, unless the engines were stopped already
+                        if group.due(step, bound) and (group.complete or not stopped):
+                            due.add(g)
                         if group.complete:
                             complete.append(g)
-                        elif group.due(step, bound):  # written by weights too old to wait a step
-                            due.add(g)  # (async: sampled ahead; learned only as its samples finish)
                         yield group.problem, c.text
                     if not stopped and enough(complete, due, cfg.data.prompts_per_step):
                         conversations.interrupt()  # the rest come back interrupted, in a last batch
                         stopped = True
 
             start = last_token = time.perf_counter()
-            scores = self.scorer.score_stream(arrivals())
+            try:
+                scores = self.scorer.score_stream(arrivals())
+            except BaseException:
+                with contextlib.suppress(Exception):  # the error that matters is the one raised
+                    conversations.interrupt()  # the engines stop, not generate on for no one
+                raise
             timer.add("generate", last_token - start)
             timer.add("judge_tail", time.perf_counter() - last_token)
         for (g, j), score in zip(judged, scores, strict=True):

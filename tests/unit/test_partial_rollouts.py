@@ -220,8 +220,115 @@ def test_a_carried_group_survives_a_checkpoint_as_plain_data():
     group = Group(problem, [1, 2], [sample(3, 4), partial, None], [Score(1.0, True, "ACCEPTED"), None, None])
     saved = group.saved()
     assert saved["problem"] == "p" and saved["samples"][2] is None
-    again = Group.of_saved(saved, problem, lambda p: [1, 2])
+    again = Group.of_saved(saved, problem)
     assert again == group
+
+
+class ScriptedEngines:
+    """What the sampler asks of Roles, with batches given in advance: the bookkeeping under orders of
+    arrival a real engine gives only by chance (a finished sample in the batch after the interrupt)."""
+
+    memory_metrics: dict[str, float] = {}
+
+    def __init__(self, batches: list[list[Completion]]):
+        self.batches, self.rollout, self.interrupted_after = batches, self, None
+
+    def deaths_named(self, what):
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def conversations(self, prompts, sampling, every_worker=False):
+        engines = self
+
+        class Conversations:
+            def go_on(self, index, prompt, response):
+                pass
+
+            def close(self, abort=False):
+                pass
+
+            def interrupt(self):
+                engines.interrupted_after = engines.interrupted_after or self.sent
+
+            def __iter__(self):
+                for self.sent, batch in enumerate(engines.batches, 1):
+                    yield batch
+
+        yield Conversations()
+
+
+def scripted(prompt: int, sample: int, reason: str, versions: list[int]) -> Completion:
+    n = len(versions)
+    return Completion(
+        prompt,
+        sample,
+        [1],
+        [5] * n,
+        "x",
+        [0.0] * n,
+        reason,
+        policy_version=min(versions, default=3),
+        token_versions=versions,
+    )
+
+
+def async_sampler(batches, want=1):
+    problems = [Problem(f"p{i}", "", [], []) for i in range(10)]
+    cfg = RunConfig(
+        data=DataConfig(prompts_per_step=want),
+        rollout=RolloutConfig(engine="native", n=2, max_new_tokens=40),
+        loop=LoopConfig(over_provision=2.0, mode="async", max_staleness=2),
+    )
+    roles = ScriptedEngines(batches)
+    loader = ProblemLoader(problems, seed=0, shuffle=False, epochs=1)
+    return OverProvisionedSampler(cfg, roles, ByLength(), loader, lambda p: [1], EpisodePlan()), roles
+
+
+def test_a_group_that_shows_its_age_after_the_interrupt_is_carried_not_waited_for():
+    # step 5, bound 2: a sample of version 3 cannot wait for step 6
+    sampler, roles = async_sampler(
+        [
+            [scripted(0, 0, "stop", [3]), scripted(0, 1, "stop", [3])],  # p0 complete: enough
+            [
+                scripted(1, 0, "stop", [3]),
+                scripted(1, 1, "interrupted", [3]),
+                scripted(2, 0, "interrupted", []),
+            ],
+        ]
+    )
+    out = sampler.sample(5, StepTimer())
+    assert roles.interrupted_after == 1
+    assert {p.name for p in out.problems} == {"p0"}
+    assert [g.problem.name for g in sampler.carried] == ["p1", "p2"]
+
+
+def test_a_group_completed_by_an_old_sample_is_due_and_trained_beyond_the_count():
+    sampler, roles = async_sampler(
+        [
+            [scripted(0, 0, "stop", [5]), scripted(0, 1, "stop", [5])],  # p0 complete and young: enough...
+            [scripted(1, 0, "stop", [5]), scripted(1, 1, "stop", [4, 3])],  # ...p1 completed by an old one
+            [scripted(2, 0, "interrupted", [5])],
+        ]
+    )
+    out = sampler.sample(5, StepTimer())
+    assert {p.name for p in out.problems} == {"p1"}  # p1 could not wait: trained now, in p0's place
+    assert [g.problem.name for g in sampler.carried] == ["p0", "p2"]  # p0 complete, first at step 6
+    assert sampler.carried[0].complete and not sampler.carried[0].due(6, 2)
+
+
+def test_a_checkpoint_names_a_carried_problem_this_run_cannot_continue():
+    sampler, _ = async_sampler([])
+    group = Group(Problem("p3", "", [], []), [1], [scripted(0, 0, "interrupted", [2]), None], [None, None])
+    state = sampler.state() | {"carried": [group.saved()]}
+    sampler.load_state(state, [Problem(f"p{i}", "", [], []) for i in range(10)])
+    assert [g.problem.name for g in sampler.carried] == ["p3"] and sampler.carried[0].samples[
+        0
+    ] == group.samples[0]
+    with pytest.raises(CodefuError, match="problem 'p3' .*this run has no problem of that name"):
+        sampler.load_state(state, [Problem("p1", "", [], [])])
+    other = dict(group.saved(), prompt=[9, 9])
+    with pytest.raises(CodefuError, match="this run encodes its prompt otherwise: resume with the data"):
+        sampler.load_state(sampler.state() | {"carried": [other]}, [Problem("p3", "", [], [])])
 
 
 class WorkerOnThisThread:
