@@ -1,7 +1,8 @@
 """loop.over_provision (partial rollouts, APRIL) on Ray with the native engine and the toy task: every
 step trains exactly data.prompts_per_step whole groups while more were started; samples stopped at one
-step go on at the next with their earlier tokens, never more than the carry bound behind; with async,
-too. The engine runs few sequences at once (rollout.max_num_seqs), so groups finish at different steps."""
+step go on at the next with their earlier tokens, never more than the carry bound behind, also after a
+resume; with async, too. The engine runs few sequences at once (rollout.max_num_seqs), so groups finish
+at different steps."""
 
 from __future__ import annotations
 
@@ -54,7 +55,10 @@ def test_each_step_trains_whole_groups_and_carries_the_rest(local_ray, tmp_path,
         groups: dict[int, list] = {}
         for c, p, g in samples:
             groups.setdefault(g, []).append((c, p))
-        assert len(groups) == 4, step  # data.prompts_per_step, though 8 were started
+        if mode == "sync":  # data.prompts_per_step, though 8 were started (the carried ones, due, among them)
+            assert len(groups) == 4, step
+        else:  # also the groups sampled ahead that could not wait another step
+            assert 4 <= len(groups) <= 8, step
         for members in groups.values():
             assert sorted(c.sample_index for c, _ in members) == list(range(8))  # whole: all n samples
             assert len({p.name for _, p in members}) == 1
@@ -74,12 +78,13 @@ def test_each_step_trains_whole_groups_and_carries_the_rest(local_ray, tmp_path,
         assert r["rollout/response_tokens"] > 0
 
 
-def test_a_resumed_run_goes_on_with_the_groups_carried_at_its_checkpoint(local_ray, tmp_path, trained):
-    first = run(tmp_path, "resumed", steps=3, max_steps=2, save_every=2)
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_resumed_run_goes_on_with_the_groups_carried_at_its_checkpoint(local_ray, tmp_path, trained, mode):
+    first = run(tmp_path, "resumed", steps=3, max_steps=2, save_every=2, mode=mode)
     assert first[-1]["april/carried_samples"] > 0  # the checkpoint after step 2 carries written samples
     trained.clear()
-    rows = run(tmp_path, "resumed", steps=3, save_every=2)
+    rows = run(tmp_path, "resumed", steps=3, save_every=2, mode=mode)
     assert [r["step"] for r in rows] == [1, 2, 3]
-    # tokens of version 1 can only come from the checkpoint: the resumed session syncs version 2
-    assert any(c.policy_version == 1 for c, _, _ in trained[2]), [c.policy_version for c, _, _ in trained[2]]
+    # tokens older than version 2 can only come from the checkpoint: the resumed session syncs version 2
+    assert any(c.policy_version < 2 for c, _, _ in trained[2]), [c.policy_version for c, _, _ in trained[2]]
     assert rows[-1]["april/continued_samples"] > 0
