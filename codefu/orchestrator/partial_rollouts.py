@@ -10,8 +10,8 @@ they have, and go on there under the new weights, ahead of the new prompts:
 
 So no step waits for the longest samples of its new groups. A carried token was written by older
 weights: its sample's policy version (its oldest token's) says by how much. A group is carried only while
-its oldest token stays within loop.carry_bound versions of the step that trains it: a group that could
-not wait another step is `due`, and the engines are not stopped before it is complete (it is trained
+its oldest token stays within LoopConfig.carry_bound versions of the step that trains it: a group that
+cannot wait another step is `due`, and the engines are not stopped before it is complete (it is trained
 then, with the step's count or beyond it), so no group waits for ever; in sync mode every carried group
 is due at the next step, and in async a group sampled ahead becomes due as its first sample written by
 too old weights finishes. A sample that is past the bound anyway (one interrupted before any of its
