@@ -36,9 +36,8 @@ from codefu.orchestrator.episodes import Episode
 from codefu.orchestrator.samplers import (
     OnPolicySampler,
     Sampled,
-    pass_counts,
     sampling_params,
-    staleness_metrics,
+    step_seed,
 )
 from codefu.orchestrator.scoring import Score
 from codefu.rollout.types import Completion
@@ -114,7 +113,7 @@ class OverProvisionedSampler(OnPolicySampler):
         return super().state() | {"carried": [group.saved() for group in self.carried]}
 
     def load_state(self, state: dict[str, Any], problems: list[Problem]) -> None:
-        super().load_state(state, problems)
+        self.loader.load_state_dict(state["loader"])  # (not the base's: it drops the carried groups)
         self.carried = [Group.of_saved(g, self._owner(g, problems)) for g in state.get("carried", [])]
 
     def _owner(self, saved: dict[str, Any], problems: list[Problem]) -> Problem:
@@ -199,7 +198,7 @@ class OverProvisionedSampler(OnPolicySampler):
         had = {(g, j): c.num_tokens for g, j in slot_of.values() if (c := groups[g].samples[j]) is not None}
         run.continued = sum(n > 0 for n in had.values())
         judged: list[tuple[int, int]] = []  # the slots sent to the judge, in order
-        sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101)
+        sampling = sampling_params(cfg, cfg.rollout.n, seed=step_seed(cfg, step))
         prompts = [g.prompt for g in new]
         with self.roles.conversations(prompts, sampling, every_worker=True) as conversations:
             for index, (g, j) in slot_of.items():
@@ -260,8 +259,7 @@ class OverProvisionedSampler(OnPolicySampler):
         out.all_scores, out.all_problems = list(out.scores), list(out.problems)
         out.all_episodes = list(out.episodes)
         check_carry_bound(out.completions, step, self.cfg.loop.carry_bound)
-        self.loader.record(pass_counts(out.all_problems, out.all_scores))
-        out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
+        self.record(out, step)
         return out
 
 

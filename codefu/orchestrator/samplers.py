@@ -133,7 +133,7 @@ class OnPolicySampler:
             problems = self.loader.next_batch(want if r == 0 else want - len(set(out.groups)))
             if not problems:
                 break
-            sampling = sampling_params(cfg, cfg.rollout.n, seed=cfg.loop.seed * 1_000_003 + step * 101 + r)
+            sampling = sampling_params(cfg, cfg.rollout.n, seed=step_seed(cfg, step, r))
             prompts = [self.encode(p) for p in problems]
             episodes, scores = self.episodes(problems, prompts, sampling, timer)
             completions = [e.completion() for e in episodes]
@@ -154,10 +154,15 @@ class OnPolicySampler:
             if len(set(out.groups)) >= want:
                 break
         out.judge_busy_s = self.scorer.busy_s - busy_before
-        self.loader.record(pass_counts(out.all_problems, out.all_scores))
-        out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
+        self.record(out, step)
         out.metrics |= self.roles.memory_metrics  # this sampling's memory moves and engine numbers
         return out
+
+    def record(self, out: Sampled, step: int) -> None:
+        """Tells the loader's difficulty record how step `step`'s problems fared, and sets the step's
+        difficulty and staleness metrics on `out`."""
+        self.loader.record(pass_counts(out.all_problems, out.all_scores))
+        out.metrics = self.loader.difficulty_metrics() | staleness_metrics(out.completions, step)
 
     def sync_weights(self, version: int, changed: bool, timer: StepTimer) -> None:
         if changed:
@@ -356,6 +361,12 @@ def staleness_metrics(completions: list[Completion], step: int) -> dict[str, flo
         out[f"async/staleness_{k}_samples"] = behind.count(k) / len(behind)
         out[f"async/staleness_{k}_tokens"] = tokens.get(k, 0) / total
     return out
+
+
+def step_seed(cfg: RunConfig, step: int, sampling_round: int = 0) -> int:
+    """The sampling seed of one round of step `step`: from (loop.seed, step, round), so a resumed run
+    draws what an uninterrupted one would."""
+    return cfg.loop.seed * 1_000_003 + step * 101 + sampling_round
 
 
 def sampling_params(cfg: RunConfig, n: int, seed: int) -> SamplingParams:
