@@ -16,7 +16,7 @@ from codefu.judge.judge import JudgeConfig
 from codefu.judge.rewards import REWARDS
 from codefu.models.lora import DEFAULT_TARGET_MODULES, LoRAConfig
 from codefu.observability.config import ObservabilityConfig
-from codefu.orchestrator.layout import ResourcesConfig
+from codefu.orchestrator.layout import WEIGHT_TRANSFERS, ResourcesConfig
 from codefu.rollout.engine import ENGINES, EngineSettings
 from codefu.trainer.config import TrainerConfig
 
@@ -252,6 +252,7 @@ LOOP_MODES = get_args(LoopMode)
 def check_run_config(cfg: RunConfig) -> None:
     """A CodefuError naming the first key whose value is out of range (the loader checks only types)."""
     d, r, lp, a, c, t, j = cfg.data, cfg.rollout, cfg.loop, cfg.algo, cfg.critic, cfg.trainer, cfg.judge
+    res = cfg.resources
     rules = [
         ("data.prompts_per_step", d.prompts_per_step >= 1, ">= 1"),
         ("data.val_fraction", 0 <= d.val_fraction < 1, "in [0, 1)"),
@@ -362,6 +363,22 @@ def check_run_config(cfg: RunConfig) -> None:
             "sync while resources.colocate is true on GPUs (rollout and training take turns there); to "
             "sample while training, set resources.colocate: false (on one GPU, give each a share: "
             "resources.gpus_per_rank: 0.5, resources.gpus_per_rollout_worker: 0.5)",
+        ),
+        ("resources.weight_transfer", res.weight_transfer in WEIGHT_TRANSFERS, "store or broadcast"),
+        (
+            "resources.weight_transfer",
+            res.weight_transfer == "store" or not (res.colocate and res.gpus_per_rank > 0),
+            "store while resources.colocate is true on GPUs (colocated engines take the weights in place, "
+            "through CUDA IPC); broadcast is for rollout workers on GPUs of their own",
+        ),
+        (
+            "resources.weight_transfer",
+            res.weight_transfer == "store"
+            or (res.gpus_per_rank == 0 and res.gpus_per_rollout_worker == 0)
+            or (res.gpus_per_rank >= 1 and res.gpus_per_rollout_worker >= 1),
+            "store where trainer ranks or rollout workers take a share of a GPU (NCCL cannot broadcast "
+            "between two processes on one GPU): broadcast needs resources.gpus_per_rank and "
+            "resources.gpus_per_rollout_worker >= 1",
         ),
     ]
     for key, ok, expected in rules:

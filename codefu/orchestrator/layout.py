@@ -25,6 +25,7 @@ runs with CPU-only bundles.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from codefu.errors import CodefuError
 
@@ -32,6 +33,9 @@ from codefu.errors import CodefuError
 # trainer rank's share (1 - slivers) keeps the bundle at one GPU. Shares are Ray bookkeeping, not memory caps.
 SLIVER = 0.1
 STRATEGY = "PACK"
+
+WeightTransfer = Literal["store", "broadcast"]
+WEIGHT_TRANSFERS = get_args(WeightTransfer)
 
 
 @dataclass
@@ -50,6 +54,10 @@ class ResourcesConfig:
     cpus_per_rollout_worker: float = 1.0
     colocate: bool = True
     """Rollout and reference share the trainers' GPUs (hybrid engine); False: rollout on separate GPUs."""
+    weight_transfer: WeightTransfer = "store"
+    """How the policy's weights reach rollout workers of their own (colocate false): "store" (trainer rank 0
+    puts them in Ray's object store, each worker fetches them) or "broadcast" (one collective from rank 0
+    to every worker: NCCL between whole GPUs, gloo on CPU). Colocated engines take them in place."""
     critic_colocate: bool = True
     """PPO's critic (algo.estimator: ppo) shares the trainers' GPUs, rank i beside trainer rank i; False: its
     ranks get GPUs of their own (gpus_per_rank each)."""

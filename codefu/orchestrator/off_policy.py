@@ -103,14 +103,35 @@ class OffPolicySampler:
         }
         return ahead.sampled
 
+    @property
+    def sends_at_once(self) -> bool:
+        """Each policy goes to the workers as it is made, loaded in the order sent (at an engine's next
+        step, or after its generation): mid_generation, and with a weight broadcast, which needs the
+        workers' side at once; else only the newest is loaded, before a generation."""
+        return self.mid_generation or self.roles.weight_broadcast
+
     def sync_weights(self, version: int, changed: bool, timer: StepTimer) -> None:
+        if self.sends_at_once:
+            broadcast = changed and self.roles.weight_broadcast
+            with timer.phase("sync"):
+                weights = self.roles.publish_weights() if changed and not broadcast else None
+            loads = None
+            with self._changed:  # the loads are sent, and waited for, in the order of the versions
+                if broadcast:  # the workers wait for it from now: they load it before sampling step `version`
+                    self._sent.append(loads := self.roles.receive_weights(version))
+                else:  # None: a relabel
+                    self._sent.append(self.roles.rollout.push_weights(weights, version))
+                self._sent_version = version
+                self._version = version
+                self._changed.notify_all()
+            if loads is not None:
+                with timer.phase("sync"):
+                    self.roles.broadcast_weights(loads)
+            return
         with timer.phase("sync"):
             weights = self.roles.publish_weights() if changed else None
         with self._changed:
-            if self.mid_generation:  # loaded at the engines' next step, in the order sent (None: relabel)
-                self._sent.append(self.roles.rollout.push_weights(weights, version))
-                self._sent_version = version
-            elif weights is not None:
+            if weights is not None:
                 self._weights = weights  # an older one not loaded yet is skipped
             self._version = version
             self._changed.notify_all()

@@ -419,6 +419,24 @@ class Roles:
                 for s in layout.slots_of("rollout")
             ]
         )
+        # resources.weight_transfer broadcast: trainer rank 0 and the workers form a group of their own
+        self.weight_broadcast = not self.colocated and cfg.resources.weight_transfer == "broadcast"
+        if self.weight_broadcast:
+            self._join_weight_group()
+
+    def _join_weight_group(self) -> None:
+        """Trainer rank 0 (member 0, the sender) and every rollout worker (members 1..N) join one group;
+        returns once all have, or raises naming the workers that did not within loop.weight_sync_timeout_s."""
+        rank0, workers = self.trainer[0], self.rollout.actors
+        address = ray.get(rank0.host_weight_group.remote(1 + len(workers), self.weight_sync_timeout_s))
+        layout = ray.get(rank0.weight_layout.remote())
+        sender = rank0.join_weight_group.remote(address)
+        joins = [
+            a.join_weight_group.remote(address, w + 1, layout, self.weight_sync_timeout_s)
+            for w, a in enumerate(workers)
+        ]
+        self.rollout.wait(joins, "join the weight-broadcast group", self.weight_sync_timeout_s)
+        ray.get(sender)
 
     @contextlib.contextmanager
     def generating(self) -> Iterator[None]:
@@ -534,7 +552,45 @@ class Roles:
             if version is not None:
                 self.weights_version = version
             return
+        if self.weight_broadcast:
+            self.rollout.wait(self.send_weights(version), "load the weights", self.weight_sync_timeout_s)
+            if version is not None:
+                self.weights_version = version
+            return
         self.load_rollout_weights(self.publish_weights(), version)
+
+    def send_weights(self, version: int | None) -> list[Any]:
+        """The policy's weights to every rollout worker, loaded as `RolloutWorkers.push_weights` loads them
+        (at an engine's next step, or after its generation), as `version`: broadcast from trainer rank 0
+        (resources.weight_transfer broadcast; returns once sent), else through Ray's store. Returns the
+        workers' calls (call w is worker w's), for `RolloutWorkers.wait`."""
+        if not self.weight_broadcast:
+            return self.rollout.push_weights(self.publish_weights(), version)
+        loads = self.receive_weights(version)
+        self.broadcast_weights(loads)
+        return loads
+
+    def receive_weights(self, version: int | None) -> list[Any]:
+        """The rollout workers wait for the next weight broadcast, to load it as `version` (not waited for:
+        `broadcast_weights` sends it). Their calls, for `RolloutWorkers.wait`."""
+        return [a.receive_weights.remote(version) for a in self.rollout.actors]
+
+    def broadcast_weights(self, loads: list[Any]) -> None:
+        """Trainer rank 0 sends the policy's weights to the workers waiting in `loads`
+        (`receive_weights`); returns once sent, or raises within loop.weight_sync_timeout_s naming a
+        worker that died or stalled."""
+        sends = [a.broadcast_weights.remote() for a in self.trainer]
+        _, pending = ray.wait(sends, num_returns=len(sends), timeout=self.weight_sync_timeout_s)
+        if pending:
+            raise CodefuError(
+                f"the trainer did not send the weights within {self.weight_sync_timeout_s:g} s "
+                f"(loop.weight_sync_timeout_s, resources.weight_transfer broadcast): a stalled transfer"
+            )
+        try:
+            ray.get(sends)
+        except ray.exceptions.RayTaskError as e:  # a worker that died or stalled is named by its load
+            self.rollout.wait(loads, "receive the weights", self.weight_sync_timeout_s)
+            raise CodefuError(f"the weight broadcast to the rollout workers failed: {e}") from e
 
     def publish_weights(self) -> Any:
         """The policy's full state dict in Ray's store (an ObjectRef; never copied to the driver): a

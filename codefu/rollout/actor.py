@@ -28,6 +28,8 @@ import ray
 import torch
 from torch import Tensor
 
+from codefu.models.lora import AdapterWeights
+from codefu.models.weight_broadcast import GroupAddress, WeightBroadcast
 from codefu.models.weights import SharedWeights
 from codefu.rollout.choice import choose_engine
 from codefu.rollout.engine import ENGINES, EngineConfig, RolloutEngine
@@ -71,6 +73,7 @@ class RolloutWorker:
         # held while the engine generates: weights for an engine that cannot take them mid-generation
         # (load_weights_in_flight) wait for it
         self._engine_busy = threading.Lock()
+        self._weight_group: WeightBroadcast | None = None  # resources.weight_transfer broadcast: its member
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         with self._engine_busy:
@@ -190,6 +193,33 @@ class RolloutWorker:
         """Whether the engine takes weights mid-generation (`load_weights_in_flight` then returns before
         a running generation ends); a thread of its own, so it answers while one runs."""
         return hasattr(self.engine, "update_weights_in_flight")
+
+    @ray.method(concurrency_group="weights")
+    def join_weight_group(self, address: GroupAddress, rank: int, layout: Any, timeout_s: float) -> None:
+        """Join trainer rank 0's weight-broadcast group (resources.weight_transfer: broadcast) as member
+        `rank`; `layout`: what it sends (the trainer's `weight_layout`: FlatLayout, dtype, LoRA scaling or
+        None). Returns once every member has joined."""
+        device = getattr(self.engine, "device", None)
+        if device is None:  # an engine that does not say (vLLM's): its process's GPU, if it has one
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        self._weight_group = WeightBroadcast.join(address, rank, device, timeout_s)
+        self._weight_layout, self._weight_device = layout, device
+
+    @ray.method(concurrency_group="weights")
+    def receive_weights(self, version: int | None = None) -> None:
+        """The trainer's weights through the weight group, then loaded as `load_weights_in_flight` does
+        (mid-generation where the engine can, else once its generation has ended)."""
+        if self._weight_group is None:
+            raise RuntimeError("receive_weights() before join_weight_group(): this worker is in no group")
+        layout, dtype, adapter_scaling = self._weight_layout
+        flat = torch.empty(layout.numel, dtype=dtype, device=self._weight_device)
+        self._weight_group.receive(flat)
+        views = layout.views(flat)
+        state = views if adapter_scaling is None else AdapterWeights(views, adapter_scaling)
+        self.load_weights_in_flight(state, version)
 
     def load_shared_weights(self, shared: SharedWeights, version: int | None = None) -> None:
         """Weights lent by a trainer rank on the same GPU (CUDA IPC): mapped, copied in place, unmapped."""

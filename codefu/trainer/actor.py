@@ -39,6 +39,9 @@ class TrainerActor:
         # single rank too: a MASTER_PORT inherited from a launcher would be one port for every role)
         self.store = listening_store(world_size) if rank == 0 else None
         self._worker: Any = None
+        self._weight_store: Any = None  # rank 0, resources.weight_transfer broadcast: its group's store
+        self._weight_group: Any = None  # ... and its membership (WeightBroadcast)
+        self._weight_timeout_s = 0.0
         self._start_error: BaseException | None = None
 
     def rendezvous(self) -> tuple[str, int]:
@@ -96,6 +99,32 @@ class TrainerActor:
 
     def drop_shared_weights(self) -> None:
         self.worker.drop_shared_weights()
+
+    def weight_layout(self) -> Any:
+        return self.worker.weight_layout()
+
+    def host_weight_group(self, size: int, timeout_s: float) -> Any:
+        """Rank 0: start the weight-broadcast group's store (resources.weight_transfer: broadcast) for
+        `size` members (this rank and the rollout workers); returns its address, for `join_weight_group`."""
+        from codefu.models.weight_broadcast import WeightBroadcast
+
+        if self.rank != 0:
+            raise RuntimeError(f"host_weight_group() on rank {self.rank}: rank 0 sends the weights")
+        address, self._weight_store = WeightBroadcast.host(node_address(), size, timeout_s)
+        self._weight_timeout_s = timeout_s
+        return address
+
+    def join_weight_group(self, address: Any) -> None:
+        """Rank 0 joins its group as member 0 (returns once every rollout worker has joined)."""
+        from codefu.models.weight_broadcast import WeightBroadcast
+
+        self._weight_group = WeightBroadcast.join(
+            address, 0, self.worker.device, self._weight_timeout_s, self._weight_store
+        )
+
+    def broadcast_weights(self) -> None:
+        """A collective on every rank; rank 0 sends the weights to the workers of its weight group."""
+        self.worker.broadcast_weights(self._weight_group)
 
     def offload_optimizer(self) -> dict[str, float]:
         return self.worker.offload_optimizer()

@@ -36,7 +36,8 @@ from codefu.models.lora import (
     merge_adapters,
     save_peft_adapter,
 )
-from codefu.models.weights import PackedWeights, SharedWeights, pack_weights, whole
+from codefu.models.weight_broadcast import WeightBroadcast
+from codefu.models.weights import FlatLayout, PackedWeights, SharedWeights, pack_weights, whole
 from codefu.trainer import checkpoint as ckpt
 from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
 from codefu.trainer.config import TrainerConfig
@@ -461,19 +462,46 @@ class TrainerWorker:
         no copy through the CPU. With LoRA, only the adapters (in their dtype). A collective: call on every
         rank. The buffer lives until `drop_shared_weights` (call it once the
         engines have loaded)."""
-        if self.cfg.lora.enabled:  # only the adapters, in their own dtype: the engine keeps its weights
-            named = self._adapter_params()
-            self._shared = pack_weights(named, named[0][1].dtype, self.device)
-            self._shared.adapter_scaling = self.cfg.lora.scaling
-            return self._shared.share()
-        dtype = dtype or compute_dtype(self.cfg, self.device)
-        named = [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()]
-        self._shared = pack_weights(named, dtype, self.device)
+        self._shared = self._pack_for_sync(dtype)
         return self._shared.share()
 
     def drop_shared_weights(self) -> None:
         self._shared = None
         self._give_back_cached_memory()  # the buffer's memory to the engine's KV cache, not our cache
+
+    def _sync_params(self) -> tuple[list[tuple[str, Tensor]], bool]:
+        """What an engine takes, by HF name: the full weights, or with LoRA only the adapters (the engine
+        keeps its weights); and whether they are adapters."""
+        if self.cfg.lora.enabled:
+            return self._adapter_params(), True
+        return [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()], False
+
+    def _pack_for_sync(self, dtype: torch.dtype | None = None) -> PackedWeights:
+        """`_sync_params` packed into one buffer on this rank's device, in `dtype` (default: the compute
+        dtype; adapters in their own). A collective: call on every rank."""
+        named, adapters = self._sync_params()
+        dtype = named[0][1].dtype if adapters else dtype or compute_dtype(self.cfg, self.device)
+        packed = pack_weights(named, dtype, self.device)
+        packed.adapter_scaling = self.cfg.lora.scaling if adapters else None
+        return packed
+
+    def weight_layout(self) -> tuple[FlatLayout, torch.dtype, float | None]:
+        """The layout, dtype and LoRA scaling (None: full weights) of what `broadcast_weights` sends, for
+        the receivers' buffers; no copy."""
+        named, adapters = self._sync_params()
+        dtype = named[0][1].dtype if adapters else compute_dtype(self.cfg, self.device)
+        scaling = self.cfg.lora.scaling if adapters else None
+        return FlatLayout.of((n, p.shape) for n, p in named), dtype, scaling
+
+    @torch.no_grad()
+    def broadcast_weights(self, group: WeightBroadcast | None) -> None:
+        """What `share_weights` packs, sent by rank 0 through `group` (resources.weight_transfer:
+        broadcast) to the rollout workers. A collective: call on every rank (only rank 0 has the group)."""
+        packed = self._pack_for_sync()
+        if group is not None:
+            group.send(packed.flat)
+        del packed
+        self._give_back_cached_memory()
 
     # ------------------------------------------------------------------------------------------------
     # a frozen (reference) model's weights off the GPU between its passes
