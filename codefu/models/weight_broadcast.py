@@ -9,7 +9,7 @@ weights.py): one collective per sync, whatever the number of tensors.
 
     sender = WeightBroadcast.host(ip, size, timeout_s)  # trainer rank 0: its store; the address pickles
     (on every member at once, the sender included)
-    group = WeightBroadcast.join(address, rank, device, timeout_s[, store])
+    group = WeightBroadcast.join(address, rank, device, timeout_s, store?, own_host)
     sender: group.send(packed.flat)      receivers: group.receive(flat)     # the same number of elements
 
 A member that dies or never calls makes the others' calls fail after `timeout_s` with an error saying so
@@ -62,9 +62,11 @@ class WeightBroadcast:
         device: torch.device,
         timeout_s: float,
         store: dist.TCPStore | None = None,
+        own_host: str | None = None,
     ) -> WeightBroadcast:
         """Join as `rank` (0: the sender, with the store `host` returned); returns once all `size` members
-        have joined, or raises after `timeout_s`. NCCL where `device` is a GPU, else gloo."""
+        have joined, or raises after `timeout_s`. NCCL where `device` is a GPU, else gloo (on `own_host`,
+        this member's address as the others reach it; None: the hostname's)."""
         if not 0 <= rank < address.size:
             raise ValueError(f"rank {rank} outside a group of {address.size}")
         timeout = datetime.timedelta(seconds=timeout_s)
@@ -77,7 +79,16 @@ class WeightBroadcast:
             group: dist.ProcessGroup = dist.ProcessGroupNCCL(store, rank, address.size, options)
             backend = "nccl"
         else:
-            group = dist.ProcessGroupGloo(store, rank, address.size, timeout)
+            options = dist.ProcessGroupGloo._Options()
+            options._timeout = timeout
+            # bound to this member's own address: gloo's default device takes the hostname's, which on
+            # a host whose name resolves to loopback the other nodes cannot reach
+            device_of = dist.ProcessGroupGloo
+            own = (
+                device_of.create_device(hostname=own_host) if own_host else device_of.create_default_device()
+            )
+            options._devices = [own]
+            group = dist.ProcessGroupGloo(store, rank, address.size, options)
             backend = "gloo"
         member = cls(group, rank, address.size, backend, timeout_s)
         member._store = store  # the store's connection lives as long as the group

@@ -205,7 +205,8 @@ class RolloutWorker:
         device = torch.device(device)
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
-        self._weight_group = WeightBroadcast.join(address, rank, device, timeout_s)
+        own_host = ray.util.get_node_ip_address()  # where the sender reaches this node
+        self._weight_group = WeightBroadcast.join(address, rank, device, timeout_s, own_host=own_host)
         self._weight_layout, self._weight_device = layout, device
 
     @ray.method(concurrency_group="weights")

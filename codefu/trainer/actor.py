@@ -119,7 +119,7 @@ class TrainerActor:
         from codefu.models.weight_broadcast import WeightBroadcast
 
         self._weight_group = WeightBroadcast.join(
-            address, 0, self.worker.device, self._weight_timeout_s, self._weight_store
+            address, 0, self.worker.device, self._weight_timeout_s, self._weight_store, own_host=address.host
         )
 
     def broadcast_weights(self) -> None:

@@ -1,7 +1,8 @@
 """Split mode across hosts (#44): `codefu launch` on two hosts (network namespaces on a bridge), a trainer
 rank on the head's Ray node and a rollout actor on the other's; after one update the trainer's weights
 reach the rollout engine through Ray's object store (Roles.sync_weights's path), and the engine's greedy
-completions are then scored by the trainer to the same log-probs, as they were before the update."""
+completions are then scored by the trainer to the same log-probs, as they were before the update; a second
+update's weights go through a weight-broadcast group (resources.weight_transfer broadcast) the same way."""
 
 import json
 import sys
@@ -51,6 +52,11 @@ def test_a_trainer_on_one_host_syncs_weights_to_a_rollout_actor_on_another(netns
     assert len(before) == len(after) == 3
     # greedy completions change with the weights (deterministic: seeded model and update batch)
     assert [c["tokens"] for c in after] != [c["tokens"] for c in before], (before, after)
+    # and again through a broadcast group: gloo from the head's trainer to the other host's engine
+    assert result["broadcast_from"] == head
+    assert result["gap_after_second_update"] > 100 * SAME, result
+    assert result["gap_after_broadcast"] < SAME, result
+    assert [c["tokens"] for c in result["broadcast"]] != [c["tokens"] for c in after]
     assert "all 2 node(s) registered" in logs["algo-1"]
     assert "the entrypoint ended with status 0" in logs["algo-1"]
     assert cluster.wait_empty() == {}

@@ -1,6 +1,8 @@
 """Entrypoint of the multi-host weight-sync test: a trainer rank on this host's Ray node (the head's), a
 rollout actor on another node; one update changes the trainer's weights, which go to the rollout actor
-through Ray's object store as split mode syncs them (Roles.sync_weights); writes what each side computed.
+through Ray's object store as split mode syncs them (Roles.sync_weights); a second update's weights go
+through a weight-broadcast group (resources.weight_transfer broadcast: gloo between the hosts); writes
+what each side computed.
 
     python weight_sync_job.py --model DIR --out result.json
 
@@ -83,6 +85,24 @@ def main() -> int:
     after = generate()
     gap_after_sync = trainer_gap(after)
 
+    # again through a broadcast group (resources.weight_transfer broadcast: gloo between the hosts)
+    second = random_batch(4, 10, vocab_size=128, prompt_len=3, seed=1)
+    second.old_logprobs = get(trainer.compute_logprobs.remote(second))
+    get(trainer.update.remote(second))
+    gap_after_second_update = trainer_gap(after)
+    address = get(trainer.host_weight_group.remote(2, TIMEOUT_S))
+    layout = get(trainer.weight_layout.remote())
+    joined = [
+        trainer.join_weight_group.remote(address),
+        rollout.join_weight_group.remote(address, 1, layout, 60),
+    ]
+    get(joined)
+    loaded = rollout.receive_weights.remote(2)
+    get(trainer.broadcast_weights.remote())
+    get(loaded)
+    broadcast = generate()
+    gap_after_broadcast = trainer_gap(broadcast)
+
     result = {
         "nodes": {node: ip_of[node] for node in sorted(ip_of)},
         "driver_node": here,
@@ -92,9 +112,13 @@ def main() -> int:
         "gap_at_start": gap_at_start,
         "gap_after_update": gap_after_update,
         "gap_after_sync": gap_after_sync,
+        "broadcast_from": address.host,
+        "gap_after_second_update": gap_after_second_update,
+        "gap_after_broadcast": gap_after_broadcast,
         "weights_held_by": sorted(ip_of[node] for node in held_by),
         "before": summary(before),
         "after": summary(after),
+        "broadcast": summary(broadcast),
     }
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(f"weight_sync_job: gaps {gap_at_start:.2e} -> {gap_after_update:.2e} -> {gap_after_sync:.2e}")
