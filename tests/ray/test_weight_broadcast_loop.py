@@ -12,6 +12,7 @@ import pytest
 from safetensors.torch import load_file
 
 from codefu.errors import CodefuError
+from codefu.models.lora import LoRAConfig
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop
@@ -22,8 +23,12 @@ from helpers.toy_loop import CharScorer, on_each_sample, toy_config, toy_model_d
 TWO_AND_TWO = {"trainer_ranks": 2, "cpus_per_rank": 0.5, "rollout_workers": 2, "cpus_per_rollout_worker": 0.5}
 
 
-def run(tmp_path: Path, name: str, steps: int, transfer: str, rollout=None, **loop_keys) -> list[dict]:
+def run(
+    tmp_path: Path, name: str, steps: int, transfer: str, rollout=None, trainer=None, **loop_keys
+) -> list[dict]:
     cfg = toy_config(toy_model_dir(tmp_path / "model"), steps)
+    if trainer:
+        cfg = replace(cfg, trainer=replace(cfg.trainer, **trainer))
     resources = replace(cfg.resources, weight_transfer=transfer, **TWO_AND_TWO)
     cfg = replace(cfg, resources=resources, loop=replace(cfg.loop, **loop_keys))
     if rollout:
@@ -33,9 +38,17 @@ def run(tmp_path: Path, name: str, steps: int, transfer: str, rollout=None, **lo
     return read_metrics(run_dir / "metrics.jsonl")
 
 
-def test_a_broadcast_gives_the_stores_samples_rewards_and_weights(local_ray, tmp_path):
-    store = run(tmp_path, "store", 3, "store")
-    broadcast = run(tmp_path, "broadcast", 3, "broadcast")
+@pytest.mark.parametrize(
+    "trainer",
+    [
+        None,
+        pytest.param({"lora": LoRAConfig(rank=4, alpha=8), "lr": 0.05}, marks=pytest.mark.slow, id="lora"),
+    ],
+)
+def test_a_broadcast_gives_the_stores_samples_rewards_and_weights(local_ray, tmp_path, trainer):
+    """With trainer.lora only the adapters travel (the engines merge them into their weights)."""
+    store = run(tmp_path, "store", 3, "store", trainer=trainer)
+    broadcast = run(tmp_path, "broadcast", 3, "broadcast", trainer=trainer)
     keys = [
         "reward/mean",
         "rollout/response_tokens",
