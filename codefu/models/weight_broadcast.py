@@ -13,12 +13,15 @@ weights.py): one collective per sync, whatever the number of tensors.
     sender: group.send(packed.flat)      receivers: group.receive(flat)     # the same number of elements
 
 A member that dies or never calls makes the others' calls fail after `timeout_s` with an error saying so
-(gloo raises when a peer closes its connection; NCCL when its watchdog's timeout passes).
+(gloo raises when a peer closes its connection or the timeout passes; an NCCL collective is watched
+against the clock). Joining ends with a one-element broadcast, so an unreachable member shows then. The
+NCCL path is not tested yet (it needs two GPUs).
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from dataclasses import dataclass
 
 import torch
@@ -92,6 +95,9 @@ class WeightBroadcast:
             backend = "gloo"
         member = cls(group, rank, address.size, backend, timeout_s)
         member._store = store  # the store's connection lives as long as the group
+        # a first collective: NCCL connects lazily, and a member that cannot be reached must show here,
+        # not at the first sync
+        member._broadcast(torch.ones(1, device=device))
         return member
 
     def send(self, flat: Tensor) -> None:
@@ -111,15 +117,22 @@ class WeightBroadcast:
         opts.rootRank = 0
         opts.rootTensor = 0
         try:
-            self.group.broadcast([flat], opts).wait()
+            work = self.group.broadcast([flat], opts)
+            if flat.is_cuda:  # NCCL's wait() only orders streams: watch the collective against the clock
+                deadline = time.monotonic() + self.timeout_s
+                while not work.is_completed():
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("timed out")
+                    time.sleep(0.001)
+            work.wait()
+            if flat.is_cuda:
+                torch.cuda.current_stream(flat.device).synchronize()  # the copy is done before it is read
         except RuntimeError as e:
             raise RuntimeError(
                 f"the weight broadcast ({self.backend}, member {self.rank} of {self.size}, "
                 f"{flat.numel() * flat.element_size() / 2**20:.1f} MiB) failed: a member died, did not take "
                 f"part, or did not within {self.timeout_s:g} s (loop.weight_sync_timeout_s): {e}"
             ) from e
-        if flat.is_cuda:
-            torch.cuda.current_stream(flat.device).synchronize()  # NCCL's copy is done before it is read
 
     def close(self) -> None:
         shutdown = getattr(self.group, "shutdown", None)

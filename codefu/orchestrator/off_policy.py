@@ -44,6 +44,9 @@ from codefu.types import Problem
 
 log = logging.getLogger(__name__)
 
+#: `_weights` when the newest policy came by broadcast: the workers keep it until `Roles.load_received`
+RECEIVED = "received"
+
 
 @dataclass
 class Ahead:
@@ -68,6 +71,7 @@ class OffPolicySampler:
         self._changed = threading.Condition()  # guards everything below; notified on every change
         self._ready: dict[int, Ahead] = {}  # sampled steps not yet taken
         self._weights: Any = None  # the newest published weights not yet loaded (None: the workers have them)
+        self._received: list[list[Any]] = []  # broadcasts the workers receive and keep, not yet seen done
         self._sent: list[list[Any]] = []  # mid_generation: each policy's loads, sent, not yet seen done
         self._sent_version = 0  # mid_generation: the version of the last policy sent
         self._version = 0  # the trainer's newest version
@@ -103,38 +107,29 @@ class OffPolicySampler:
         }
         return ahead.sampled
 
-    @property
-    def sends_at_once(self) -> bool:
-        """Each policy goes to the workers as it is made, loaded in the order sent (at an engine's next
-        step, or after its generation): mid_generation, and with a weight broadcast, which needs the
-        workers' side at once; else only the newest is loaded, before a generation."""
-        return self.mid_generation or self.roles.weight_broadcast
-
     def sync_weights(self, version: int, changed: bool, timer: StepTimer) -> None:
-        if self.sends_at_once:
-            broadcast = changed and self.roles.weight_broadcast
-            with timer.phase("sync"):
-                weights = self.roles.publish_weights() if changed and not broadcast else None
-            loads = None
-            with self._changed:  # the loads are sent, and waited for, in the order of the versions
-                if broadcast:  # the workers wait for it from now: they load it before sampling step `version`
-                    self._sent.append(loads := self.roles.receive_weights(version))
-                else:  # None: a relabel
-                    self._sent.append(self.roles.rollout.push_weights(weights, version))
-                self._sent_version = version
-                self._version = version
-                self._changed.notify_all()
-            if loads is not None:
-                with timer.phase("sync"):
-                    self.roles.broadcast_weights(loads)
-            return
+        # resources.weight_transfer broadcast: the workers' side of the collective must wait for it now,
+        # whenever they load it (mid_generation: at once; else kept until `_catch_up`)
+        broadcast = changed and self.roles.weight_broadcast
         with timer.phase("sync"):
-            weights = self.roles.publish_weights() if changed else None
+            weights = self.roles.publish_weights() if changed and not broadcast else None
+        receives = None
         with self._changed:
-            if weights is not None:
+            if broadcast:
+                receives = self.roles.receive_weights(version, load=self.mid_generation)
+            if self.mid_generation:  # loaded at the engines' next step, in the order sent (None: relabel)
+                self._sent.append(receives or self.roles.rollout.push_weights(weights, version))
+                self._sent_version = version
+            elif receives is not None:
+                self._received.append(receives)
+                self._weights = RECEIVED  # an older one not loaded yet is skipped
+            elif weights is not None:
                 self._weights = weights  # an older one not loaded yet is skipped
             self._version = version
             self._changed.notify_all()
+        if receives is not None:
+            with timer.phase("sync"):
+                self.roles.broadcast_weights(receives)
 
     @contextlib.contextmanager
     def latest_weights(self) -> Iterator[None]:
@@ -224,9 +219,15 @@ class OffPolicySampler:
                 self._held = self.roles.weights_version = version
         with self._changed:
             weights, version = self._weights, self._version
+            received, self._received = self._received, []
             self._weights = None
+        for calls in received:  # broadcasts sent: the newest of them is kept on the workers
+            self.roles.rollout.wait(calls, "receive the weights", self.roles.weight_sync_timeout_s)
         if version != self._held:  # None weights: the workers' are the newest already, relabelled
-            self.roles.load_rollout_weights(weights, version)
+            if weights is RECEIVED:
+                self.roles.load_received(version)
+            else:
+                self.roles.load_rollout_weights(weights, version)
             self._held = version
 
     def _fail(self, error: BaseException) -> None:

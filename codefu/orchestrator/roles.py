@@ -570,27 +570,47 @@ class Roles:
         self.broadcast_weights(loads)
         return loads
 
-    def receive_weights(self, version: int | None) -> list[Any]:
-        """The rollout workers wait for the next weight broadcast, to load it as `version` (not waited for:
-        `broadcast_weights` sends it). Their calls, for `RolloutWorkers.wait`."""
-        return [a.receive_weights.remote(version) for a in self.rollout.actors]
+    def receive_weights(self, version: int | None, load: bool = True) -> list[Any]:
+        """The rollout workers wait for the next weight broadcast (not waited for: `broadcast_weights`
+        sends it), to load it as `version` at once (`load`: as `push_weights` loads) or to keep it for
+        `load_received`. Their calls, for `RolloutWorkers.wait`."""
+        return [a.receive_weights.remote(version, load) for a in self.rollout.actors]
 
-    def broadcast_weights(self, loads: list[Any]) -> None:
-        """Trainer rank 0 sends the policy's weights to the workers waiting in `loads`
-        (`receive_weights`); returns once sent, or raises within loop.weight_sync_timeout_s naming a
-        worker that died or stalled."""
+    def load_received(self, version: int | None) -> None:
+        """Every rollout worker loads the newest weights it received and kept (`receive_weights` without
+        `load`), as `version` or newer, within loop.weight_sync_timeout_s."""
+        calls = [a.load_received.remote(version) for a in self.rollout.actors]
+        self.rollout.wait(calls, "load the weights", self.weight_sync_timeout_s)
+        if version is not None:
+            self.weights_version = version
+
+    def broadcast_weights(self, receives: list[Any]) -> None:
+        """Trainer rank 0 sends the policy's weights to the workers waiting in `receives`
+        (`receive_weights`, call w worker w's); returns once sent. A worker that dies meanwhile is named
+        with its node as soon as its call fails; a transfer not done within loop.weight_sync_timeout_s
+        fails naming the workers that had not received it."""
         sends = [a.broadcast_weights.remote() for a in self.trainer]
-        _, pending = ray.wait(sends, num_returns=len(sends), timeout=self.weight_sync_timeout_s)
-        if pending:
-            raise CodefuError(
-                f"the trainer did not send the weights within {self.weight_sync_timeout_s:g} s "
-                f"(loop.weight_sync_timeout_s, resources.weight_transfer broadcast): a stalled transfer"
-            )
-        try:
-            ray.get(sends)
-        except ray.exceptions.RayTaskError as e:  # a worker that died or stalled is named by its load
-            self.rollout.wait(loads, "receive the weights", self.weight_sync_timeout_s)
-            raise CodefuError(f"the weight broadcast to the rollout workers failed: {e}") from e
+        waiting, deadline = [*sends, *receives], time.monotonic() + self.weight_sync_timeout_s
+        while any(s in waiting for s in sends):
+            ready, waiting = ray.wait(waiting, num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                stalled = [w for w, c in enumerate(receives) if c in waiting]
+                raise CodefuError(
+                    f"the weight broadcast did not finish within {self.weight_sync_timeout_s:g} s "
+                    f"(loop.weight_sync_timeout_s, resources.weight_transfer broadcast); rollout workers "
+                    f"{self.rollout.named(stalled) or 'none'} had not received it: a stalled transfer"
+                )
+            for call in ready:
+                try:
+                    self.rollout.answers([call], "receive the weights")
+                except ray.exceptions.RayTaskError as e:
+                    if call in sends:  # the peer that broke it, when a worker died: named by its own call
+                        done, _ = ray.wait(receives, num_returns=len(receives), timeout=5.0)
+                        for receive in done:
+                            with contextlib.suppress(ray.exceptions.RayTaskError):
+                                self.rollout.answers([receive], "receive the weights")
+                    where = "trainer rank 0" if call in sends else "a rollout worker"
+                    raise CodefuError(f"the weight broadcast failed on {where}: {e}") from e
 
     def publish_weights(self) -> Any:
         """The policy's full state dict in Ray's store (an ObjectRef; never copied to the driver): a

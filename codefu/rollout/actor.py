@@ -74,6 +74,7 @@ class RolloutWorker:
         # (load_weights_in_flight) wait for it
         self._engine_busy = threading.Lock()
         self._weight_group: WeightBroadcast | None = None  # resources.weight_transfer broadcast: its member
+        self._received: tuple[Any, int | None] | None = None  # weights received, kept for load_received
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         with self._engine_busy:
@@ -210,9 +211,10 @@ class RolloutWorker:
         self._weight_layout, self._weight_device = layout, device
 
     @ray.method(concurrency_group="weights")
-    def receive_weights(self, version: int | None = None) -> None:
-        """The trainer's weights through the weight group, then loaded as `load_weights_in_flight` does
-        (mid-generation where the engine can, else once its generation has ended)."""
+    def receive_weights(self, version: int | None = None, load: bool = True) -> None:
+        """The trainer's weights through the weight group, as `version`; `load`: loaded as
+        `load_weights_in_flight` does (mid-generation where the engine can, else once its generation has
+        ended), else kept for `load_received` (only the newest: an older one not loaded yet is dropped)."""
         if self._weight_group is None:
             raise RuntimeError("receive_weights() before join_weight_group(): this worker is in no group")
         layout, dtype, adapter_scaling = self._weight_layout
@@ -220,7 +222,26 @@ class RolloutWorker:
         self._weight_group.receive(flat)
         views = layout.views(flat)
         state = views if adapter_scaling is None else AdapterWeights(views, adapter_scaling)
+        if not load:
+            with self._inboxes_lock:
+                self._received = (state, version)
+            return
         self.load_weights_in_flight(state, version)
+        del state, views, flat
+        if self._weight_device.type == "cuda":
+            torch.cuda.empty_cache()  # the buffer's memory back, not held in this process's cache
+
+    def load_received(self, version: int | None = None) -> None:
+        """Between generations: load the newest weights `receive_weights` kept, as `version` or as their
+        own if newer (they may have come after the caller looked); none kept: the weights held are
+        `version` too."""
+        with self._inboxes_lock:
+            received, self._received = self._received, None
+        if received is None:
+            self._load(None, version)
+            return
+        state, own = received
+        self._load(state, own if version is None or (own is not None and own > version) else version)
 
     def load_shared_weights(self, shared: SharedWeights, version: int | None = None) -> None:
         """Weights lent by a trainer rank on the same GPU (CUDA IPC): mapped, copied in place, unmapped."""

@@ -497,9 +497,12 @@ class TrainerWorker:
     def broadcast_weights(self, group: WeightBroadcast | None) -> None:
         """What `share_weights` packs, sent by rank 0 through `group` (resources.weight_transfer:
         broadcast) to the rollout workers. A collective: call on every rank (only rank 0 has the group)."""
+        if group is None:  # not rank 0: take part in each gather, in pack_weights' order, keep nothing
+            for _, t in self._sync_params()[0]:
+                whole(t)
+            return
         packed = self._pack_for_sync()
-        if group is not None:
-            group.send(packed.flat)
+        group.send(packed.flat)
         del packed
         self._give_back_cached_memory()
 

@@ -100,8 +100,9 @@ def test_off_policy_modes_keep_their_bound_with_a_broadcast(local_ray, tmp_path,
     assert len(broadcasts) >= 4
 
 
+@pytest.mark.parametrize("dead", [0, 1])
 def test_a_rollout_worker_that_dies_before_a_broadcast_is_named_with_its_node(
-    local_ray, tmp_path, monkeypatch
+    local_ray, tmp_path, monkeypatch, dead
 ):
     real = loop.update
 
@@ -109,9 +110,10 @@ def test_a_rollout_worker_that_dies_before_a_broadcast_is_named_with_its_node(
         import ray
 
         out = real(cfg, roles, *args, **kwargs)
-        ray.kill(roles.rollout.actors[1])  # the next sync broadcasts to a dead member
+        ray.kill(roles.rollout.actors[dead])  # the next sync broadcasts to a dead member
         return out
 
     monkeypatch.setattr(loop, "update", update_then_kill)
-    with pytest.raises(CodefuError, match=r"rollout worker 1 \(node \d+\.\d+\.\d+\.\d+, node id \w+\) died"):
+    named = rf"rollout worker {dead} \(node \d+\.\d+\.\d+\.\d+, node id \w+\) died"
+    with pytest.raises(CodefuError, match=named):
         run(tmp_path, "killed", 3, "broadcast", weight_sync_timeout_s=60)

@@ -133,3 +133,84 @@ def test_a_weight_transfer_that_cannot_work_names_its_key(resources, message):
 )
 def test_a_broadcast_between_cpu_processes_or_whole_gpus_is_accepted(resources):
     check_run_config(RunConfig(resources=resources))
+
+
+class RecordingRoles:
+    """What OffPolicySampler asks of Roles with a weight broadcast, recorded in order (the Ray side is
+    tests/ray/test_weight_broadcast_loop.py)."""
+
+    weight_broadcast = True
+    weight_sync_timeout_s = 5.0
+    weights_version = 0
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+        self.rollout = self
+
+    def receive_weights(self, version, load=True):
+        self.calls.append(("receive", version, load))
+        return [f"receive {version}"]
+
+    def broadcast_weights(self, receives):
+        self.calls.append(("broadcast", receives))
+
+    def wait(self, calls, what, timeout_s):
+        self.calls.append(("wait", calls))
+
+    def push_weights(self, weights, version):
+        self.calls.append(("push", weights, version))
+        return [f"push {version}"]
+
+    def load_received(self, version):
+        self.calls.append(("load_received", version))
+
+    def load_rollout_weights(self, weights, version):
+        self.calls.append(("load", weights, version))
+
+    def publish_weights(self):
+        raise AssertionError("the store was used with a weight broadcast")
+
+
+def sampler_at_step_0(mid_generation: bool):
+    from codefu.orchestrator.off_policy import OffPolicySampler
+
+    roles = RecordingRoles()
+    inner = type("Inner", (), {"roles": roles})()
+    sampler = OffPolicySampler(inner, bound=1, end=10, mid_generation=mid_generation)
+    sampler._version = sampler._held = sampler._next = sampler._asked = sampler._sent_version = 0
+    return sampler, roles
+
+
+def test_one_step_off_keeps_each_broadcast_and_loads_the_newest_before_sampling():
+    from codefu.observability.metrics import StepTimer
+
+    sampler, roles = sampler_at_step_0(mid_generation=False)
+    sampler.sync_weights(1, True, StepTimer())
+    sampler.sync_weights(2, True, StepTimer())
+    assert roles.calls == [
+        ("receive", 1, False),  # kept, not loaded mid-generation: one_step_off never switches mid-step
+        ("broadcast", ["receive 1"]),
+        ("receive", 2, False),
+        ("broadcast", ["receive 2"]),
+    ]
+    roles.calls.clear()
+    sampler._catch_up()  # what the sampling thread does before it samples a step
+    assert roles.calls == [("wait", ["receive 1"]), ("wait", ["receive 2"]), ("load_received", 2)]
+    assert sampler._held == 2
+    roles.calls.clear()
+    sampler.sync_weights(3, False, StepTimer())  # a step that changed nothing: its number only
+    sampler._catch_up()
+    assert roles.calls == [("load", None, 3)]
+
+
+def test_async_mid_generation_loads_each_broadcast_as_it_comes_and_waits_for_them():
+    from codefu.observability.metrics import StepTimer
+
+    sampler, roles = sampler_at_step_0(mid_generation=True)
+    sampler.sync_weights(1, True, StepTimer())
+    sampler.sync_weights(2, False, StepTimer())
+    assert roles.calls == [("receive", 1, True), ("broadcast", ["receive 1"]), ("push", None, 2)]
+    roles.calls.clear()
+    sampler._catch_up()
+    assert roles.calls == [("wait", ["receive 1"]), ("wait", ["push 2"])]
+    assert sampler._held == 2
