@@ -182,12 +182,25 @@ def trained_only(model: nn.Module, model_sd: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in model_sd.items() if k in trained}
 
 
+#: settings that may name a file or folder: the same one written two ways (relative from another folder,
+#: absolute) is the same setting
+PATH_SETTINGS = ("trainer.model",)
+
+
+def same_path(a: Any, b: Any) -> bool:
+    """Whether `a` and `b` name one existing file or folder (relative ones from this process's folder)."""
+    if not (isinstance(a, str) and isinstance(b, str) and a and b):
+        return False
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+
+
 def check_settings_match(path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
     """A ValueError naming the first config key (e.g. trainer.lora.alpha, trainer.model) whose value this
     run gives differently from the checkpoint's record, with both values. Keys only one side has are not
     compared (a checkpoint from before the record, or one the adapter check has already refused)."""
     for key in sorted(saved.keys() & current.keys()):
-        if saved[key] != current[key]:
+        if saved[key] != current[key] and not (key in PATH_SETTINGS and same_path(saved[key], current[key])):
             raise ValueError(
                 f"checkpoint {path} was written with {key}={saved[key]!r}, this run has {key}="
                 f"{current[key]!r}: resume it with {key}={saved[key]!r}, or start a new run"

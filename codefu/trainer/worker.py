@@ -652,9 +652,11 @@ class TrainerWorker:
         is in no tensor's shape); nothing for full fine-tuning, whose checkpoint holds every weight."""
         if not self.cfg.lora.enabled:
             return {}
-        lora = self.cfg.lora
+        lora, model = self.cfg.lora, self.cfg.model
+        if model and Path(model).expanduser().exists():  # a resume from another folder: the same model
+            model = str(Path(model).expanduser().resolve())
         return {
-            "trainer.model": self.cfg.model,
+            "trainer.model": model,
             "trainer.gguf_file": self.cfg.gguf_file,
             "trainer.lora.rank": lora.rank,
             "trainer.lora.alpha": lora.alpha,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import peft
 import pytest
@@ -200,6 +201,21 @@ def test_mismatched_checkpoints_are_refused_naming_trainer_lora(tiny_dir, tmp_pa
     ):
         make_worker(tiny_dir, lora=LoRAConfig(rank=RANK, target_modules=["q_proj", "v_proj"])).load(lora_ckpt)
     assert lora.load(lora_ckpt) == {} and plain.load(plain_ckpt) == {}  # each its own: fine
+
+
+def test_a_resume_names_its_base_model_by_place_not_by_spelling(tiny_dir, tmp_path, monkeypatch):
+    """The base model given relative to one folder and absolute (or relative to another) is the same
+    model: the resume goes on; another model is refused naming trainer.model."""
+    monkeypatch.chdir(tiny_dir.parent)
+    relative = make_worker(Path(tiny_dir.name))  # "model", from its parent folder
+    ckpt = relative.save(tmp_path / "ckpt")
+    monkeypatch.chdir(tmp_path)
+    assert make_worker(tiny_dir.resolve()).load(ckpt) == {}
+    other = save_tiny_model(tmp_path / "other", seed=0)
+    with pytest.raises(
+        ValueError, match=r"was written with trainer\.model='[^']*/model', this run has trainer"
+    ):
+        make_worker(other).load(ckpt)
 
 
 def test_export_merged_is_a_plain_hf_model(tiny_dir, tmp_path):
