@@ -12,6 +12,7 @@ from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.orchestrator.roles import RolloutWorkers, split_prompts, worker_seed
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams, TransformersEngine
 from codefu.rollout.actor import RolloutWorker, make_rollout_actor
+from helpers.ray_actors import kill_and_wait
 
 PROMPTS = [[1, 40, 41, 42], [1, 50, 51], [1, 60], [1, 61, 62, 63, 64], [1, 70, 71]]
 SAMPLING = SamplingParams(n=3, temperature=0.9, max_new_tokens=6, seed=5)
@@ -168,7 +169,7 @@ def test_a_dead_worker_is_reported_with_its_node(local_ray):
     factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=4)
     workers = RolloutWorkers([make_rollout_actor(factory, num_cpus=0.5)])
     workers.generate(PROMPTS[:1], SAMPLING)
-    ray.kill(workers.actors[0])
+    kill_and_wait(workers.actors[0])
     with pytest.raises(
         CodefuError,
         match=r"rollout worker 0 \(node \d+\.\d+\.\d+\.\d+, node id \w+\) died "
