@@ -42,7 +42,7 @@ def run(
     "trainer",
     [
         None,
-        pytest.param({"lora": LoRAConfig(rank=4, alpha=8), "lr": 0.05}, marks=pytest.mark.slow, id="lora"),
+        pytest.param({"lora": LoRAConfig(rank=4, alpha=8), "lr": 0.05}, id="lora"),
     ],
 )
 def test_a_broadcast_gives_the_stores_samples_rewards_and_weights(local_ray, tmp_path, trainer):
@@ -66,7 +66,8 @@ def test_a_broadcast_gives_the_stores_samples_rewards_and_weights(local_ray, tmp
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
 
 
-@pytest.mark.slow
+# in the default tier (~80 s with the LoRA case): in the slow tier's shared Ray cluster every CPU was held
+# by then (by an earlier slow test, not isolated yet) and these could not reserve their placement group
 @pytest.mark.parametrize(
     ("mode", "rollout"),
     [
