@@ -553,26 +553,17 @@ class Roles:
                 self.weights_version = version
             return
         if self.weight_broadcast:
-            self.rollout.wait(self.send_weights(version), "load the weights", self.weight_sync_timeout_s)
+            receives = self.receive_weights(version)
+            self.broadcast_weights(receives)
+            self.rollout.wait(receives, "load the weights", self.weight_sync_timeout_s)
             if version is not None:
                 self.weights_version = version
             return
         self.load_rollout_weights(self.publish_weights(), version)
 
-    def send_weights(self, version: int | None) -> list[Any]:
-        """The policy's weights to every rollout worker, loaded as `RolloutWorkers.push_weights` loads them
-        (at an engine's next step, or after its generation), as `version`: broadcast from trainer rank 0
-        (resources.weight_transfer broadcast; returns once sent), else through Ray's store. Returns the
-        workers' calls (call w is worker w's), for `RolloutWorkers.wait`."""
-        if not self.weight_broadcast:
-            return self.rollout.push_weights(self.publish_weights(), version)
-        loads = self.receive_weights(version)
-        self.broadcast_weights(loads)
-        return loads
-
     def receive_weights(self, version: int | None, load: bool = True) -> list[Any]:
         """The rollout workers wait for the next weight broadcast (not waited for: `broadcast_weights`
-        sends it), to load it as `version` at once (`load`: as `push_weights` loads) or to keep it for
+        sends it), to load it as `version` at once (`load`: as `push_weights` loads them) or to keep it for
         `load_received`. Their calls, for `RolloutWorkers.wait`."""
         return [a.receive_weights.remote(version, load) for a in self.rollout.actors]
 

@@ -75,6 +75,7 @@ class RolloutWorker:
         self._engine_busy = threading.Lock()
         self._weight_group: WeightBroadcast | None = None  # resources.weight_transfer broadcast: its member
         self._received: tuple[Any, int | None] | None = None  # weights received, kept for load_received
+        self._received_lock = threading.Lock()  # `_received`: set on the weights thread, taken on another
 
     def generate(self, prompts: list[list[int]], sampling: SamplingParams) -> list[Completion]:
         with self._engine_busy:
@@ -223,7 +224,7 @@ class RolloutWorker:
         views = layout.views(flat)
         state = views if adapter_scaling is None else AdapterWeights(views, adapter_scaling)
         if not load:
-            with self._inboxes_lock:
+            with self._received_lock:
                 self._received = (state, version)
             return
         self.load_weights_in_flight(state, version)
@@ -235,13 +236,11 @@ class RolloutWorker:
         """Between generations: load the newest weights `receive_weights` kept, as `version` or as their
         own if newer (they may have come after the caller looked); none kept: the weights held are
         `version` too."""
-        with self._inboxes_lock:
+        with self._received_lock:
             received, self._received = self._received, None
-        if received is None:
-            self._load(None, version)
-            return
-        state, own = received
-        self._load(state, own if version is None or (own is not None and own > version) else version)
+        state, own = received or (None, None)
+        versions = [v for v in (own, version) if v is not None]
+        self._load(state, max(versions) if versions else None)
 
     def load_shared_weights(self, shared: SharedWeights, version: int | None = None) -> None:
         """Weights lent by a trainer rank on the same GPU (CUDA IPC): mapped, copied in place, unmapped."""

@@ -469,28 +469,29 @@ class TrainerWorker:
         self._shared = None
         self._give_back_cached_memory()  # the buffer's memory to the engine's KV cache, not our cache
 
-    def _sync_params(self) -> tuple[list[tuple[str, Tensor]], bool]:
-        """What an engine takes, by HF name: the full weights, or with LoRA only the adapters (the engine
-        keeps its weights); and whether they are adapters."""
+    def _sync_params(
+        self, dtype: torch.dtype | None = None
+    ) -> tuple[list[tuple[str, Tensor]], torch.dtype, float | None]:
+        """What an engine takes, by HF name, the dtype it travels in and the LoRA scaling (None: full
+        weights): the full weights in `dtype` (default: the compute dtype), or with LoRA only the adapters
+        in their own dtype (the engine keeps its weights)."""
         if self.cfg.lora.enabled:
-            return self._adapter_params(), True
-        return [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()], False
+            named = self._adapter_params()
+            return named, named[0][1].dtype, self.cfg.lora.scaling
+        named = [(k.removeprefix("lm."), p) for k, p in self.model.named_parameters()]
+        return named, dtype or compute_dtype(self.cfg, self.device), None
 
     def _pack_for_sync(self, dtype: torch.dtype | None = None) -> PackedWeights:
-        """`_sync_params` packed into one buffer on this rank's device, in `dtype` (default: the compute
-        dtype; adapters in their own). A collective: call on every rank."""
-        named, adapters = self._sync_params()
-        dtype = named[0][1].dtype if adapters else dtype or compute_dtype(self.cfg, self.device)
+        """`_sync_params` packed into one buffer on this rank's device. A collective: call on every rank."""
+        named, dtype, scaling = self._sync_params(dtype)
         packed = pack_weights(named, dtype, self.device)
-        packed.adapter_scaling = self.cfg.lora.scaling if adapters else None
+        packed.adapter_scaling = scaling
         return packed
 
     def weight_layout(self) -> tuple[FlatLayout, torch.dtype, float | None]:
         """The layout, dtype and LoRA scaling (None: full weights) of what `broadcast_weights` sends, for
         the receivers' buffers; no copy."""
-        named, adapters = self._sync_params()
-        dtype = named[0][1].dtype if adapters else compute_dtype(self.cfg, self.device)
-        scaling = self.cfg.lora.scaling if adapters else None
+        named, dtype, scaling = self._sync_params()
         return FlatLayout.of((n, p.shape) for n, p in named), dtype, scaling
 
     @torch.no_grad()
