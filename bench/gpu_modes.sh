@@ -15,6 +15,8 @@
 # The engine's KV cache takes rollout.gpu_memory_fraction of the card: 0.85 colocated (the trainer's
 # optimizer state leaves the GPU while it decodes), 0.45 split (the trainer keeps its state beside it).
 # The GPU image lacks Ray: `../shared/tools/gpu-wheels.sh` fills .whl/ (carry it); set CODEFU_COMMIT.
+# DATA: codefu-easy's train.parquet (default .gpudata/codefu-easy/train.parquet, a folder to carry: the
+# ../shared beside the checkout does not travel to the GPU machine).
 set -euo pipefail
 cmd=${1:?start or watch}
 root=${2:?ROOT}
@@ -23,6 +25,8 @@ case "$cmd" in
 start)
   steps=${3:-3}
   modes=${4:-sync one_step_off async}
+  data=${DATA:-.gpudata/codefu-easy/train.parquet}
+  [ -e "$data" ] || { echo "no $data: carry it (DATA=PATH names another)" >&2; exit 2; }
   mkdir -p "$root"
   split="resources.colocate=false resources.gpus_per_rank=0.5 resources.gpus_per_rollout_worker=0.5 \
     rollout.gpu_memory_fraction=0.45"
@@ -36,7 +40,7 @@ start)
   runs=""
   for mode in $modes; do
     runs+="python3 bench/loop.py --model $root/r15 --config configs/gpu-1.5b.yaml --max-new-tokens 4096 \
-      --warmup 1 --steps $steps --no-parts --out $root/$mode.json ${OVERRIDES[$mode]}; "
+      --warmup 1 --steps $steps --no-parts --out $root/$mode.json data.train=$data ${OVERRIDES[$mode]}; "
   done
   setsid nohup bash -c "set -e; python3 bench/make_random_model.py $root/r15 qwen2.5-1.5b; $runs
     echo 0 > $root/rc" >"$root/log" 2>&1 </dev/null &
