@@ -9,6 +9,7 @@ have drawn without the interruption.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -89,26 +90,29 @@ def train(
     train_problems = fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
     checkpoint = resume_point(run_dir)
-    roles = Roles(cfg)
-    difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
-    loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, difficulty)  # one or a mix
-    start, extra = 0, None
-    if checkpoint is not None:
-        extra = roles.load(str(checkpoint))
-        start = int(extra["step"])
-        roles.sync_weights(version=start)  # the policy after `start` steps is version `start`
-        log.info("resumed from %s at step %d", checkpoint, start)
-    end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
-    sampler = make_sampler(cfg, roles, scorer, loader, encode, plan, end)  # how samples are made
-    if extra is not None:
-        sampler.load_state(extra, train_problems)  # the loader, and any groups carried into step `start`
-    sink = (
-        MultiSink(sinks)
-        if sinks
-        else open_sinks(cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write)
-    )
-    metrics: dict[str, float] = {}
-    try:
+    with contextlib.ExitStack() as cleanup:  # whatever fails, the run's actors and resources go back
+        roles = Roles(cfg)
+        cleanup.callback(roles.close)
+        difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
+        loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, difficulty)  # one or a mix
+        start, extra = 0, None
+        if checkpoint is not None:
+            extra = roles.load(str(checkpoint))
+            start = int(extra["step"])
+            roles.sync_weights(version=start)  # the policy after `start` steps is version `start`
+            log.info("resumed from %s at step %d", checkpoint, start)
+        end = cfg.loop.steps if max_steps is None else min(cfg.loop.steps, start + max_steps)
+        sampler = make_sampler(cfg, roles, scorer, loader, encode, plan, end)  # how samples are made
+        cleanup.callback(sampler.close)
+        if extra is not None:
+            sampler.load_state(extra, train_problems)  # the loader, and any groups carried into step `start`
+        sink = (
+            MultiSink(sinks)
+            if sinks
+            else open_sinks(cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write)
+        )
+        cleanup.callback(sink.close)
+        metrics: dict[str, float] = {}
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
             timer = StepTimer()
             sampled = sampler.sample(step, timer)  # the step's prompts, sampled and scored
@@ -127,10 +131,6 @@ def train(
                     metrics |= validate(cfg, roles, scorer, val_problems, encode, plan)
             sink.write(step + 1, metrics)
             save_state(cfg, roles, sampler, run_dir, step + 1, last)
-    finally:
-        sink.close()
-        sampler.close()
-        roles.close()
     return metrics
 
 

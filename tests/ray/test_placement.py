@@ -4,6 +4,7 @@ every actor starts in its bundle, trainer ranks rendezvous on rank 0's node, two
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ray.util import placement_group_table
 
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
-from codefu.orchestrator import loop
+from codefu.orchestrator import loop, roles
 from codefu.orchestrator.layout import Bundle, Layout, ResourcesConfig, make_layout
 from codefu.orchestrator.placement import reserve
 from codefu.orchestrator.roles import Roles
@@ -83,3 +84,46 @@ def test_an_unreservable_group_fails_with_what_it_asked_for(local_ray):
         Exception, match=r"could not reserve the placement group within 1 s \(bundles 0: 64 CPUs"
     ):
         reserve(layout, timeout_s=1)
+
+
+def cpus_free_once_settled(expected: float, timeout_s: float = 60.0) -> float:
+    """The cluster's free CPUs once they are back to `expected` or `timeout_s` has passed (a removed
+    placement group's CPUs come back asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0.0) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return ray.available_resources().get("CPU", 0.0)
+
+
+def test_roles_that_fail_to_start_hold_nothing(local_ray, tmp_path, monkeypatch):
+    """The trainer and reference ranks are up when the rollout workers cannot start: the error comes out
+    and the placement group, with every actor in it, is gone (the shared test cluster stayed full once)."""
+    free = cpus_free_once_settled(ray.cluster_resources()["CPU"])
+    started = []
+
+    def no_engine(*args, **kwargs):
+        started.append(True)
+        raise RuntimeError("no engine for this test")
+
+    monkeypatch.setattr(roles, "make_rollout_actor", no_engine)
+    groups_before = set(placement_group_table())
+    with pytest.raises(RuntimeError, match="no engine for this test"):
+        Roles(config(tmp_path))
+    assert started  # it failed where it was meant to, after the trainer ranks started
+    new = set(placement_group_table()) - groups_before
+    assert len(new) == 1
+    assert placement_group_table()[new.pop()]["state"] == "REMOVED"
+    assert cpus_free_once_settled(free) == free
+
+
+def test_a_run_that_fails_after_its_roles_started_gives_them_back(local_ray, tmp_path):
+    """A resume from a damaged checkpoint fails in the trainer after every role started: the run raises
+    and the cluster gets its CPUs back."""
+    free = cpus_free_once_settled(ray.cluster_resources()["CPU"])
+    run_dir = tmp_path / "run"
+    damaged = run_dir / "checkpoints" / "step_2"
+    damaged.mkdir(parents=True)
+    (damaged / "trainer_state.pt").write_text("not a checkpoint")
+    with pytest.raises(Exception, match="step_2|trainer_state|pickle|load"):
+        loop.train(config(tmp_path), run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer())
+    assert cpus_free_once_settled(free) == free
