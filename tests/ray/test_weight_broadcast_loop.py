@@ -42,7 +42,7 @@ def run(
     "trainer",
     [
         None,
-        pytest.param({"lora": LoRAConfig(rank=4, alpha=8), "lr": 0.05}, id="lora"),
+        pytest.param({"lora": LoRAConfig(rank=4, alpha=8), "lr": 0.05}, marks=pytest.mark.slow, id="lora"),
     ],
 )
 def test_a_broadcast_gives_the_stores_samples_rewards_and_weights(local_ray, tmp_path, trainer):
@@ -66,8 +66,7 @@ def test_a_broadcast_gives_the_stores_samples_rewards_and_weights(local_ray, tmp
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
 
 
-# in the default tier (~80 s with the LoRA case): in the slow tier's shared Ray cluster every CPU was held
-# by then (by an earlier slow test, not isolated yet) and these could not reserve their placement group
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "rollout"),
     [
