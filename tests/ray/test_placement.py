@@ -99,6 +99,7 @@ def test_roles_that_fail_to_start_hold_nothing(local_ray, tmp_path, monkeypatch)
     """The trainer and reference ranks are up when the rollout workers cannot start: the error comes out
     and the placement group, with every actor in it, is gone (the shared test cluster stayed full once)."""
     free = cpus_free_once_settled(ray.cluster_resources()["CPU"])
+    assert free == ray.cluster_resources()["CPU"], "an earlier test left CPUs held"
     started = []
 
     def no_engine(*args, **kwargs):
@@ -120,10 +121,15 @@ def test_a_run_that_fails_after_its_roles_started_gives_them_back(local_ray, tmp
     """A resume from a damaged checkpoint fails in the trainer after every role started: the run raises
     and the cluster gets its CPUs back."""
     free = cpus_free_once_settled(ray.cluster_resources()["CPU"])
+    assert free == ray.cluster_resources()["CPU"], "an earlier test left CPUs held"
+    groups_before = set(placement_group_table())
     run_dir = tmp_path / "run"
     damaged = run_dir / "checkpoints" / "step_2"
     damaged.mkdir(parents=True)
     (damaged / "trainer_state.pt").write_text("not a checkpoint")
     with pytest.raises(Exception, match="step_2|trainer_state|pickle|load"):
         loop.train(config(tmp_path), run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer())
+    new = set(placement_group_table()) - groups_before
+    assert len(new) == 1  # the roles had started: it failed where it was meant to
+    assert placement_group_table()[new.pop()]["state"] == "REMOVED"
     assert cpus_free_once_settled(free) == free
