@@ -91,6 +91,9 @@ def train(
     val_problems = fit_prompts(val_problems, encode, cfg.data.max_prompt_tokens, "validation")
     checkpoint = resume_point(run_dir)
     with contextlib.ExitStack() as cleanup:  # whatever fails, the run's actors and resources go back
+        given = MultiSink(sinks) if sinks else None  # the caller's sinks, open already: closed here too
+        if given is not None:
+            cleanup.callback(given.close)
         roles = Roles(cfg)
         cleanup.callback(roles.close)
         difficulty = PassRateRecord(cfg.data.difficulty) if cfg.data.difficulty.enabled else None
@@ -106,12 +109,12 @@ def train(
         cleanup.callback(sampler.close)
         if extra is not None:
             sampler.load_state(extra, train_problems)  # the loader, and any groups carried into step `start`
-        sink = (
-            MultiSink(sinks)
-            if sinks
-            else open_sinks(cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write)
-        )
-        cleanup.callback(sink.close)
+        sink = given
+        if sink is None:
+            sink = open_sinks(
+                cfg.observability, run_dir, start, cfg.loop.steps, run_config=cfg, out=tqdm.write
+            )
+            cleanup.callback(sink.close)
         metrics: dict[str, float] = {}
         for step in tqdm(range(start, end), initial=start, total=cfg.loop.steps, unit="step", disable=None):
             timer = StepTimer()

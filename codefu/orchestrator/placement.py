@@ -22,7 +22,12 @@ def reserve(layout: Layout, timeout_s: float = 120.0, name: str = "") -> Any:
     from ray.util.placement_group import placement_group, remove_placement_group
 
     pg = placement_group([b.resources() for b in layout.bundles], strategy=layout.strategy, name=name)
-    if not pg.wait(timeout_s):
+    try:
+        ready = pg.wait(timeout_s)
+    except BaseException:  # e.g. Ctrl-C while waiting: the request would hold the cluster on
+        remove_placement_group(pg)
+        raise
+    if not ready:
         remove_placement_group(pg)
         asked = "; ".join(f"{i}: {b.cpus:g} CPUs, {b.gpus:g} GPUs" for i, b in enumerate(layout.bundles))
         free = ray.available_resources()

@@ -654,9 +654,11 @@ class Roles:
         ray.get([a.drop_checkpoints.remote(root) for a in self.trainer])
 
     def close(self) -> None:
-        for a in [*self.trainer, *(self.reference or []), *(self.critic or []), *self.rollout.actors]:
-            ray.kill(a)
-        release(self.pg)
+        try:
+            for a in [*self.trainer, *(self.reference or []), *(self.critic or []), *self.rollout.actors]:
+                ray.kill(a)
+        finally:
+            release(self.pg)  # ends any actor left in it too
 
 
 def critic_root(root: str) -> str:
