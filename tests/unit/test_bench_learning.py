@@ -3,18 +3,11 @@ against the base model with its interval, and each seed run with its share of th
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-spec = importlib.util.spec_from_file_location("bench_learning", REPO / "bench" / "learning.py")
-assert spec is not None and spec.loader is not None
-learning = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(learning)
+from helpers.bench_scripts import load_bench_script
+
+learning = load_bench_script("learning")
 
 
 def test_per_problem_pass_at_k_from_counts():

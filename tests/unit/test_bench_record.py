@@ -3,18 +3,15 @@ commit, dirty tree, date, machine), the commit read from git, and where --out pu
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-spec = importlib.util.spec_from_file_location("bench_record", REPO / "bench" / "record.py")
-assert spec is not None and spec.loader is not None
-record = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(record)
+from helpers.bench_scripts import load_bench_script
+
+record = load_bench_script("record")
 
 
 def git(repo: Path, *argv: str) -> str:

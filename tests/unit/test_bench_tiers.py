@@ -4,7 +4,6 @@ summary lines pytest writes."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -12,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-spec = importlib.util.spec_from_file_location("bench_tiers", REPO / "bench" / "tiers.py")
-assert spec is not None and spec.loader is not None
-tiers = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tiers)
+from helpers.bench_scripts import load_bench_script
+
+tiers = load_bench_script("tiers")
 
 TESTS = """
 import time
