@@ -375,58 +375,62 @@ class Roles:
         check_layout(layout, ray.cluster_resources(), [n["Resources"] for n in ray.nodes() if n["Alive"]])
         self.pg = reserve(layout)
         try:
-            concurrent = cfg.loop.mode != "sync"  # sampling while training
-            options = role_process_options(layout.gpus, concurrent=concurrent)
-            trainer_options = role_process_options(layout.gpus, cfg.trainer.cuda_allocator, concurrent)
-            # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
-            self.colocated = cfg.resources.colocate and layout.gpus > 0
-            self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer
-            # colocated engines hold no weights in the trainer's turn: the sync after the update brings them
-            self._engine_weights_released = False
-            self.critic_colocated = cfg.resources.critic_colocate
-            self.memory_metrics: dict[str, float] = {}
-            self.weight_sync_timeout_s = cfg.loop.weight_sync_timeout_s
-            self.weights_version = 0  # of the rollout workers' weights: 0 is the model they started with
-            self._generating = False
-            self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
-            self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
-            self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", trainer_options)
-            self.lora = cfg.trainer.lora.enabled  # syncs send only the adapters; the engines keep the rest
-            self.kl = needs_reference(cfg)
-            kl = needs_reference_ranks(cfg)
-            self.reference = (
-                _trainer_ranks(cfg.trainer, layout, self.pg, "reference", trainer_options) if kl else None
-            )
-            self.offload_reference = self.colocated and kl and cfg.trainer.offload_reference
-            self._reference_moves: list[Any] = []  # the reference's weights on their way back to the GPUs
-            self._move_metrics: dict[str, float] = {}  # the reference's moves, reported with the update
-            self.critic = None
-            if layout.need("critic"):
-                critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
-                self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", trainer_options, clip)
-            if layout.gpus > 0:
-                # an engine sizes its KV cache from the GPU memory free when it starts: the policy, reference
-                # and critic must hold theirs by then, or the cache takes what they are still loading (seen at
-                # 7B: the engine's first forward out of memory beside a half-loaded reference); split on one
-                # GPU (a share each, for loop.mode one_step_off / async) the same holds
-                learners = [*self.trainer, *(self.reference or []), *(self.critic or [])]
-                ray.get([a.ready.remote() for a in learners])
-            engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
-            self.rollout = RolloutWorkers(
-                [
-                    make_rollout_actor(
-                        engine, num_cpus=s.cpus, num_gpus=s.gpus, **in_bundle(self.pg, s.bundle), **options
-                    )
-                    for s in layout.slots_of("rollout")
-                ]
-            )
-            # resources.weight_transfer broadcast: trainer rank 0 and the workers form a group of their own
-            self.weight_broadcast = not self.colocated and cfg.resources.weight_transfer == "broadcast"
-            if self.weight_broadcast:
-                self._join_weight_group()
+            self._start(cfg, layout)
         except BaseException:
             release(self.pg)  # and every actor started in it: a failed start holds nothing
             raise
+
+    def _start(self, cfg: RunConfig, layout: Layout) -> None:
+        """The roles' actors in the reserved group, and the state the loop keeps about them."""
+        concurrent = cfg.loop.mode != "sync"  # sampling while training
+        options = role_process_options(layout.gpus, concurrent=concurrent)
+        trainer_options = role_process_options(layout.gpus, cfg.trainer.cuda_allocator, concurrent)
+        # rollout worker w and trainer rank w on one GPU: memory taken in turns, weights synced in place
+        self.colocated = cfg.resources.colocate and layout.gpus > 0
+        self.offload_optimizer = self.colocated and cfg.trainer.offload_optimizer
+        # colocated engines hold no weights in the trainer's turn: the sync after the update brings them
+        self._engine_weights_released = False
+        self.critic_colocated = cfg.resources.critic_colocate
+        self.memory_metrics: dict[str, float] = {}
+        self.weight_sync_timeout_s = cfg.loop.weight_sync_timeout_s
+        self.weights_version = 0  # of the rollout workers' weights: 0 is the model they started with
+        self._generating = False
+        self._engine_stats: list[list[dict[str, float]]] = []  # the open generation phase's calls
+        self._reloads: list[Any] = []  # the learners' optimizer state on its way back to the GPUs
+        self.trainer = _trainer_ranks(cfg.trainer, layout, self.pg, "trainer", trainer_options)
+        self.lora = cfg.trainer.lora.enabled  # syncs send only the adapters; the engines keep the rest
+        self.kl = needs_reference(cfg)
+        kl = needs_reference_ranks(cfg)
+        self.reference = (
+            _trainer_ranks(cfg.trainer, layout, self.pg, "reference", trainer_options) if kl else None
+        )
+        self.offload_reference = self.colocated and kl and cfg.trainer.offload_reference
+        self._reference_moves: list[Any] = []  # the reference's weights on their way back to the GPUs
+        self._move_metrics: dict[str, float] = {}  # the reference's moves, reported with the update
+        self.critic = None
+        if layout.need("critic"):
+            critic_cfg, clip = cfg.critic.trainer_config(cfg.trainer), cfg.critic.value_clip
+            self.critic = _trainer_ranks(critic_cfg, layout, self.pg, "critic", trainer_options, clip)
+        if layout.gpus > 0:
+            # an engine sizes its KV cache from the GPU memory free when it starts: the policy, reference
+            # and critic must hold theirs by then, or the cache takes what they are still loading (seen at
+            # 7B: the engine's first forward out of memory beside a half-loaded reference); split on one
+            # GPU (a share each, for loop.mode one_step_off / async) the same holds
+            learners = [*self.trainer, *(self.reference or []), *(self.critic or [])]
+            ray.get([a.ready.remote() for a in learners])
+        engine = EngineConfig.of(cfg.rollout, cfg.trainer.model, cfg.trainer.gguf_file)
+        self.rollout = RolloutWorkers(
+            [
+                make_rollout_actor(
+                    engine, num_cpus=s.cpus, num_gpus=s.gpus, **in_bundle(self.pg, s.bundle), **options
+                )
+                for s in layout.slots_of("rollout")
+            ]
+        )
+        # resources.weight_transfer broadcast: trainer rank 0 and the workers form a group of their own
+        self.weight_broadcast = not self.colocated and cfg.resources.weight_transfer == "broadcast"
+        if self.weight_broadcast:
+            self._join_weight_group()
 
     def _join_weight_group(self) -> None:
         """Trainer rank 0 (member 0, the sender) and every rollout worker (members 1..N) join one group;
