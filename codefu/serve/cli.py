@@ -30,6 +30,7 @@ APP_NAME = "codefu-judge"
 REQUESTS_SHUTDOWN_S = 10
 REPLICA_SHUTDOWN_S = 5
 SHUTDOWN_TIMEOUT_S = 12
+MIN_CONNECTIONS = 256  # sockets are cheap; the bound is there against floods of them
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -183,9 +184,11 @@ async def _serve(args: argparse.Namespace, dataset, token: str | None) -> int:
             log_level="warning",
             timeout_graceful_shutdown=REQUESTS_SHUTDOWN_S,
             lifespan="off",
-            # connections (idle keep-alives and stalled uploads included) past which new ones get 503:
-            # room for max_pending requests in the replicas and as many again arriving
-            limit_concurrency=4 * max_pending,
+            # connections (idle keep-alives and stalled uploads included) past which uvicorn answers
+            # its own bare 503 (no Retry-After, not JSON): room for max_pending requests in the replicas
+            # and as many again arriving, and never so few that a small --max-pending meets it before
+            # the front's own admission does (8 clients at once against --max-pending 2 did)
+            limit_concurrency=max(4 * max_pending, MIN_CONNECTIONS),
         )
         server = _server_class()(config)
         announce = asyncio.create_task(_announce(server, args.host))
