@@ -644,8 +644,8 @@ class Roles:
                     f"{path} has no critic checkpoint ({critic_path} is missing): it was written by a run "
                     f"without a critic; resume it with its own algo.estimator, or start a new run"
                 )
-            ray.get([a.load.remote(str(critic_path)) for a in self.critic])
-        return ray.get([a.load.remote(path) for a in self.trainer])[0]
+            resumed([a.load.remote(str(critic_path)) for a in self.critic], str(critic_path))
+        return resumed([a.load.remote(path) for a in self.trainer], path)[0]
 
     def export_hf(self, path: str) -> str:
         return ray.get([a.export_hf.remote(path) for a in self.trainer])[0]
@@ -663,6 +663,18 @@ class Roles:
                 ray.kill(a)
         finally:
             release(self.pg)  # ends any actor left in it too
+
+
+def resumed(calls: list[Any], path: str) -> list[Any]:
+    """The ranks' answers to loading checkpoint `path`; a ValueError of the checkpoint's own checks (a
+    setting that differs, a damaged file: codefu.trainer.checkpoint) as a CodefuError, which the command
+    line prints as one line, not a traceback through Ray."""
+    try:
+        return ray.get(calls)
+    except ray.exceptions.RayTaskError as e:
+        if isinstance(e.cause, ValueError):
+            raise CodefuError(f"cannot resume from {path}: {e.cause}") from e
+        raise
 
 
 def critic_root(root: str) -> str:

@@ -15,11 +15,12 @@ machines, `root` must be on a filesystem all of them share.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,13 +154,15 @@ def load_checkpoint(
     Returns (step, extra_state). Rank r restores the RNG state of saved rank r % saved_world_size.
     `settings`: this run's values of what `save_checkpoint` recorded (`check_settings_match`)."""
     path = Path(path)
-    meta = torch.load(path / STATE_FILE, weights_only=False)
+    with readable(path, STATE_FILE):
+        meta = torch.load(path / STATE_FILE, weights_only=False)
     # get_state_dict initializes AdamW's state (a zero-lr step) so DCP knows what to read into
     model_sd, optim_sd = get_state_dict(model, optimizer)
     state = {"model": trained_only(model, model_sd), "optim": optim_sd}
     check_adapters_match(path, state["model"])
     check_settings_match(path, meta.get("settings", {}), settings or {})
-    dcp.load(state, checkpoint_id=str(path))
+    with readable(path, "the sharded model and optimizer state (.metadata, *.distcp)"):
+        dcp.load(state, checkpoint_id=str(path))
     # LoRA: only the adapters were saved; the frozen base is the model's own (trainer.model). Full
     # fine-tuning loads every key strictly, as it always did
     options = StateDictOptions(strict=state["model"] is model_sd)
@@ -168,8 +171,29 @@ def load_checkpoint(
     )
     scheduler.load_state_dict(meta["scheduler"])
     src = dist.get_rank() % meta["world_size"]
-    set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
+    with readable(path, f"rng_rank{src}.pt"):
+        set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
     return int(meta["step"]), meta["extra_state"]
+
+
+@contextlib.contextmanager
+def readable(path: Path, what: str) -> Iterator[None]:
+    """A checkpoint file that is missing or cannot be read (a copy cut short, a disk error) as a ValueError
+    naming the checkpoint, the file and what to do, instead of pickle's or DCP's own error, which names
+    neither the checkpoint nor a way out."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # DCP's CheckpointException is a BaseException; the remedy is the same
+        failures = getattr(e, "failures", None)  # DCP: {rank: (the reader's exception, its traceback)}
+        cause = next(iter(failures.values()))[0] if failures else e
+        error = type(cause).__name__ + (f": {str(cause)[:300]}" if str(cause) else "")
+        raise ValueError(
+            f"checkpoint {path} cannot be read: {what}: {error}; it is damaged "
+            f"(or written for another model): resume from an earlier checkpoint (move {path.name} out of "
+            f"{path.parent}), or start a new run"
+        ) from e
 
 
 def trained_only(model: nn.Module, model_sd: dict[str, Any]) -> dict[str, Any]:
@@ -210,9 +234,11 @@ def check_settings_match(path: Path, saved: dict[str, Any], current: dict[str, A
 def check_adapters_match(path: Path, model_sd: dict[str, Any]) -> None:
     """A ValueError naming trainer.lora when the checkpoint's LoRA adapters (or their absence) differ from
     this model's: before DCP fails on a shape or a missing key with a message that names neither."""
+    with readable(path, ".metadata"):
+        metadata = dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata
     saved = {
         k.removeprefix("model."): list(m.size)
-        for k, m in dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata.items()
+        for k, m in metadata.items()
         if k.startswith("model.") and is_adapter_key(k) and hasattr(m, "size")
     }
     expected = {k: list(v.shape) for k, v in model_sd.items() if is_adapter_key(k)}

@@ -2,6 +2,7 @@
 Resuming at a different world size is tests/e2e/test_trainer_dist.py."""
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,6 +86,38 @@ def test_keep_last_and_crashed_save_leaves_previous_intact(tiny_dir, tmp_path):
     assert ckpt.latest_checkpoint(root).name == "step_00000008" and not crashed.exists()
     with pytest.raises(FileNotFoundError):
         w.load(tmp_path / "nothing")
+
+
+def truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (lambda p: (p / "trainer_state.pt").write_text("not a checkpoint"), "trainer_state.pt"),
+        (lambda p: truncate(p / "trainer_state.pt"), "trainer_state.pt"),
+        (lambda p: (p / "rng_rank0.pt").unlink(), "rng_rank0.pt"),
+        (lambda p: truncate(p / ".metadata"), ".metadata"),
+        (lambda p: [truncate(f) for f in p.glob("*.distcp")], "*.distcp"),
+    ],
+    ids=[
+        "state-not-a-checkpoint",
+        "state-cut-short",
+        "rng-missing",
+        "metadata-cut-short",
+        "shards-cut-short",
+    ],
+)
+def test_a_damaged_checkpoint_is_named_with_the_file_and_the_way_out(tiny_dir, tmp_path, damage, named):
+    w = make_worker(tiny_dir)
+    w.update(filled(w, 1))
+    path = Path(w.save(tmp_path / "ckpt"))
+    damage(path)
+    with pytest.raises(ValueError, match="cannot be read") as caught:
+        make_worker(tiny_dir).load(path)
+    message = str(caught.value)
+    assert str(path) in message and named in message and "earlier checkpoint" in message, message
 
 
 @pytest.mark.parametrize("tied", [False, True])
