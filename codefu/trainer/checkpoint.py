@@ -183,7 +183,7 @@ def readable(path: Path, what: str) -> Iterator[None]:
     neither the checkpoint nor a way out."""
     try:
         yield
-    except (KeyboardInterrupt, SystemExit):
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
         raise
     except BaseException as e:  # DCP's CheckpointException is a BaseException; the remedy is the same
         failures = getattr(e, "failures", None)  # DCP: {rank: (the reader's exception, its traceback)}
