@@ -32,6 +32,7 @@ adds after the last token, and `judge_tail_frac` its share of the step (goal <= 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -126,7 +127,7 @@ def main() -> int:
     encode = loop._prompt_cache(tokenizer)
     train_problems = loop.fit_prompts(train_problems, encode, cfg.data.max_prompt_tokens, "training")
     os.environ.setdefault("RAY_worker_niceness", "0")
-    # a `timeout` around this script sends SIGTERM: leave through the finally below, so that no actor is
+    # a `timeout` around this script sends SIGTERM: leave through the ExitStack below, so that no actor is
     # left holding GPU memory for the next run (Ray's processes outlive a killed driver)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ray.init(
@@ -134,14 +135,20 @@ def main() -> int:
         include_dashboard=False,
         log_to_driver=False,
     )
-    roles = Roles(cfg)
-    scorer = JudgeScorer.on_cluster(cfg)
-    if args.programs:
-        scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
-    loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
-    plan = EpisodePlan.of(cfg.rollout, tokenizer)
-    sampler = loop.make_sampler(cfg, roles, scorer, loader, encode, plan, args.warmup + args.steps)
-    try:
+    # everything started is given back, in reverse, whatever fails: Ray's processes outlive a driver
+    # that leaves without it, holding the GPU memory of the next run
+    with contextlib.ExitStack() as started:
+        started.callback(ray.shutdown)
+        roles = Roles(cfg)
+        started.callback(roles.close)
+        scorer = JudgeScorer.on_cluster(cfg)
+        if args.programs:
+            scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
+        started.callback(scorer.close)  # (RealPrograms closes the judge it wraps)
+        loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
+        plan = EpisodePlan.of(cfg.rollout, tokenizer)
+        sampler = loop.make_sampler(cfg, roles, scorer, loader, encode, plan, args.warmup + args.steps)
+        started.callback(sampler.close)
         steps = []
         for step in range(args.warmup + args.steps):
             timer = StepTimer()
@@ -168,11 +175,6 @@ def main() -> int:
         with sampler.latest_weights():  # ... and the rollout workers idle for the parts alone
             parts = {} if args.no_parts else parts_alone(cfg, roles, scorer, sampled, encode)
         print(json.dumps({"parts": parts}), flush=True)
-    finally:
-        sampler.close()
-        scorer.close()
-        roles.close()
-        ray.shutdown()
     result = summary(cfg, args, steps, parts)
     print(json.dumps(result, indent=1))
     if args.out:
