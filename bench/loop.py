@@ -142,9 +142,9 @@ def main() -> int:
         roles = Roles(cfg)
         started.callback(roles.close)
         scorer = JudgeScorer.on_cluster(cfg)
+        started.callback(scorer.close)  # (RealPrograms, below, holds nothing of its own)
         if args.programs:
             scorer = RealPrograms(scorer, load_problems(args.programs), args.language)
-        started.callback(scorer.close)  # (RealPrograms closes the judge it wraps)
         loader = training_loader(train_problems, cfg.data.train, cfg.data.seed, None)
         plan = EpisodePlan.of(cfg.rollout, tokenizer)
         sampler = loop.make_sampler(cfg, roles, scorer, loader, encode, plan, args.warmup + args.steps)

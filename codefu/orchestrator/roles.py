@@ -29,6 +29,7 @@ from codefu.rollout.follow_ups import FollowUp
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.trainer.actor import make_trainer_ranks
 from codefu.trainer.batch import Batch
+from codefu.trainer.checkpoint import CheckpointRefused, DamagedCheckpoint
 
 
 def split_prompts(n_prompts: int, n_workers: int) -> list[range]:
@@ -637,6 +638,7 @@ class Roles:
 
     def load(self, path: str) -> dict[str, Any]:
         """Resume from the policy's checkpoint `path` (root/step_N) and, with a critic, root/critic/step_N."""
+        critic_path = None
         if self.critic is not None:
             critic_path = Path(critic_root(str(Path(path).parent))) / Path(path).name
             if not critic_path.is_dir():
@@ -644,8 +646,14 @@ class Roles:
                     f"{path} has no critic checkpoint ({critic_path} is missing): it was written by a run "
                     f"without a critic; resume it with its own algo.estimator, or start a new run"
                 )
-            resumed([a.load.remote(str(critic_path)) for a in self.critic], str(critic_path))
-        return resumed([a.load.remote(path) for a in self.trainer], path)[0]
+        try:
+            if critic_path is not None:
+                ray.get([a.load.remote(str(critic_path)) for a in self.critic])
+            return ray.get([a.load.remote(path) for a in self.trainer])[0]
+        except ray.exceptions.RayTaskError as e:
+            if not isinstance(e.cause, CheckpointRefused):  # not the checkpoint's: a bug, with its traceback
+                raise
+            raise CodefuError(resume_refused(e.cause, path, critic_path)) from e
 
     def export_hf(self, path: str) -> str:
         return ray.get([a.export_hf.remote(path) for a in self.trainer])[0]
@@ -665,16 +673,17 @@ class Roles:
             release(self.pg)  # ends any actor left in it too
 
 
-def resumed(calls: list[Any], path: str) -> list[Any]:
-    """The ranks' answers to loading checkpoint `path`; a ValueError of the checkpoint's own checks (a
-    setting that differs, a damaged file: codefu.trainer.checkpoint) as a CodefuError, which the command
-    line prints as one line, not a traceback through Ray."""
-    try:
-        return ray.get(calls)
-    except ray.exceptions.RayTaskError as e:
-        if isinstance(e.cause, ValueError):
-            raise CodefuError(f"cannot resume from {path}: {e.cause}") from e
-        raise
+def resume_refused(refused: CheckpointRefused, path: str, critic_path: Path | None) -> str:
+    """The command line's one line for a checkpoint the trainer refused, with the way out of a damaged one:
+    the step's folders (the policy's and, with a critic, the critic's) moved aside, the one before is the
+    latest."""
+    if not isinstance(refused, DamagedCheckpoint):
+        return f"cannot resume from {path}: {refused}"
+    folders = " and ".join(str(p) for p in (path, critic_path) if p is not None)
+    return (
+        f"cannot resume from {path}: {refused}; move {folders} aside to resume from the checkpoint before "
+        "it, or start a new run"
+    )
 
 
 def critic_root(root: str) -> str:

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import pickle
 import random
 import re
 import shutil
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -176,24 +178,46 @@ def load_checkpoint(
     return int(meta["step"]), meta["extra_state"]
 
 
+class CheckpointRefused(ValueError):
+    """A checkpoint this run cannot resume from, by codefu's own checks: the message names the checkpoint
+    and why (a setting that differs, tensors that do not fit this model, a damaged file)."""
+
+
+class DamagedCheckpoint(CheckpointRefused):
+    """A checkpoint file missing or unreadable (a copy cut short, a full disk): an earlier one may serve."""
+
+
+#: what DCP says when a checkpoint's tensors do not fit the model they are loaded into
+_DOES_NOT_FIT = re.compile(r"size mismatch|missing key|unexpected key", re.IGNORECASE)
+
+
+def _unreadable(error: BaseException) -> bool:
+    """Whether `error` is a reader's failure on a file's bytes (missing, cut short, not what it claims)."""
+    if isinstance(error, OSError | EOFError | pickle.UnpicklingError | zipfile.BadZipFile):
+        return True
+    return isinstance(error, RuntimeError) and "PytorchStreamReader" in str(error)  # torch.load's zip reader
+
+
 @contextlib.contextmanager
 def readable(path: Path, what: str) -> Iterator[None]:
-    """A checkpoint file that is missing or cannot be read (a copy cut short, a disk error) as a ValueError
-    naming the checkpoint, the file and what to do, instead of pickle's or DCP's own error, which names
-    neither the checkpoint nor a way out."""
+    """Reading `what` of checkpoint `path`: a file missing or unreadable as a DamagedCheckpoint, tensors that
+    do not fit this model as a CheckpointRefused, both naming the checkpoint, instead of pickle's or DCP's
+    own error (DCP wraps every rank's in a CheckpointException, a BaseException). Anything else (out of
+    memory, a peer rank gone) passes unchanged: it says nothing about the checkpoint."""
     try:
         yield
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
-        raise
-    except BaseException as e:  # DCP's CheckpointException is a BaseException; the remedy is the same
+    except BaseException as e:
         failures = getattr(e, "failures", None)  # DCP: {rank: (the reader's exception, its traceback)}
-        cause = next(iter(failures.values()))[0] if failures else e
-        error = type(cause).__name__ + (f": {str(cause)[:300]}" if str(cause) else "")
-        raise ValueError(
-            f"checkpoint {path} cannot be read: {what}: {error}; it is damaged "
-            f"(or written for another model): resume from an earlier checkpoint (move {path.name} out of "
-            f"{path.parent}), or start a new run"
-        ) from e
+        causes = [f[0] for f in failures.values()] if isinstance(failures, dict) and failures else [e]
+        error = type(causes[0]).__name__ + (f": {str(causes[0])[:300]}" if str(causes[0]) else "")
+        if all(_unreadable(c) for c in causes):
+            raise DamagedCheckpoint(f"checkpoint {path} is damaged: {what} cannot be read ({error})") from e
+        if any(_DOES_NOT_FIT.search(str(c)) for c in causes):
+            raise CheckpointRefused(
+                f"checkpoint {path} does not fit this run's model ({what}: {error}): it was written for "
+                "another trainer.model; resume with the model it was trained from, or start a new run"
+            ) from e
+        raise
 
 
 def trained_only(model: nn.Module, model_sd: dict[str, Any]) -> dict[str, Any]:
@@ -220,20 +244,20 @@ def same_path(a: Any, b: Any) -> bool:
 
 
 def check_settings_match(path: Path, saved: dict[str, Any], current: dict[str, Any]) -> None:
-    """A ValueError naming the first config key (e.g. trainer.lora.alpha, trainer.model) whose value this
-    run gives differently from the checkpoint's record, with both values. Keys only one side has are not
+    """A CheckpointRefused naming the first config key (e.g. trainer.lora.alpha, trainer.model) whose value
+    this run gives differently from the checkpoint's record, with both values. Keys only one side has are not
     compared (a checkpoint from before the record, or one the adapter check has already refused)."""
     for key in sorted(saved.keys() & current.keys()):
         if saved[key] != current[key] and not (key in PATH_SETTINGS and same_path(saved[key], current[key])):
-            raise ValueError(
+            raise CheckpointRefused(
                 f"checkpoint {path} was written with {key}={saved[key]!r}, this run has {key}="
                 f"{current[key]!r}: resume it with {key}={saved[key]!r}, or start a new run"
             )
 
 
 def check_adapters_match(path: Path, model_sd: dict[str, Any]) -> None:
-    """A ValueError naming trainer.lora when the checkpoint's LoRA adapters (or their absence) differ from
-    this model's: before DCP fails on a shape or a missing key with a message that names neither."""
+    """A CheckpointRefused naming trainer.lora when the checkpoint's LoRA adapters (or their absence) differ
+    from this model's: before DCP fails on a shape or a missing key with a message that names neither."""
     with readable(path, ".metadata"):
         metadata = dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata
     saved = {
@@ -244,18 +268,18 @@ def check_adapters_match(path: Path, model_sd: dict[str, Any]) -> None:
     expected = {k: list(v.shape) for k, v in model_sd.items() if is_adapter_key(k)}
     if saved and not expected:
         rank = next(iter(sorted(saved.items())))[1][0]
-        raise ValueError(
+        raise CheckpointRefused(
             f"checkpoint {path} holds LoRA adapters (rank {rank}): resume it with trainer.lora.rank={rank} "
             f"and its trainer.lora.target_modules"
         )
     if expected and not saved:
-        raise ValueError(
+        raise CheckpointRefused(
             f"checkpoint {path} holds no LoRA adapters (written without trainer.lora): resume it with "
             f"trainer.lora.rank=0, or start a new run"
         )
     difference = adapter_shapes_differ(saved, expected)
     if difference:
-        raise ValueError(
+        raise CheckpointRefused(
             f"checkpoint {path} does not match this run's trainer.lora (rank, target_modules): {difference}"
         )
 

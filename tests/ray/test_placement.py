@@ -129,7 +129,9 @@ def test_a_run_that_fails_after_its_roles_started_gives_them_back(local_ray, tmp
     damaged.mkdir(parents=True)
     (damaged / "trainer_state.pt").write_text("not a checkpoint")
     # one line for the user, naming the checkpoint and the file: not pickle's error through Ray's
-    with pytest.raises(CodefuError, match=r"cannot resume from .*step_2.*trainer_state\.pt.*damaged"):
+    with pytest.raises(
+        CodefuError, match=r"cannot resume from .*step_2: .*damaged: trainer_state\.pt.*aside"
+    ):
         loop.train(config(tmp_path), run_dir, toy_problems(), [], tiny_tokenizer(), CharScorer())
     new = set(placement_group_table()) - groups_before
     assert len(new) == 1  # the roles had started: it failed where it was meant to

@@ -93,31 +93,37 @@ def truncate(path):
 
 
 @pytest.mark.parametrize(
-    ("damage", "named"),
+    ("damage", "named", "reader_error"),
     [
-        (lambda p: (p / "trainer_state.pt").write_text("not a checkpoint"), "trainer_state.pt"),
-        (lambda p: truncate(p / "trainer_state.pt"), "trainer_state.pt"),
-        (lambda p: (p / "rng_rank0.pt").unlink(), "rng_rank0.pt"),
-        (lambda p: truncate(p / ".metadata"), ".metadata"),
-        (lambda p: [truncate(f) for f in p.glob("*.distcp")], "*.distcp"),
+        (lambda p: (p / "trainer_state.pt").write_text("not a checkpoint"), "trainer_state.pt", "Unpickling"),
+        (lambda p: truncate(p / "trainer_state.pt"), "trainer_state.pt", "PytorchStreamReader"),
+        (lambda p: (p / "rng_rank0.pt").unlink(), "rng_rank0.pt", "FileNotFoundError"),
+        (lambda p: truncate(p / ".metadata"), ".metadata", "Error"),
+        (lambda p: [f.write_bytes(b"") for f in p.glob("*.distcp")], "*.distcp", "Error"),
     ],
-    ids=[
-        "state-not-a-checkpoint",
-        "state-cut-short",
-        "rng-missing",
-        "metadata-cut-short",
-        "shards-cut-short",
-    ],
+    ids=["state-not-a-checkpoint", "state-cut-short", "rng-missing", "metadata-cut-short", "shards-emptied"],
 )
-def test_a_damaged_checkpoint_is_named_with_the_file_and_the_way_out(tiny_dir, tmp_path, damage, named):
+def test_a_damaged_checkpoint_is_named_with_the_file(tiny_dir, tmp_path, damage, named, reader_error):
     w = make_worker(tiny_dir)
     w.update(filled(w, 1))
     path = Path(w.save(tmp_path / "ckpt"))
     damage(path)
-    with pytest.raises(ValueError, match="cannot be read") as caught:
+    with pytest.raises(ckpt.DamagedCheckpoint) as caught:
         make_worker(tiny_dir).load(path)
     message = str(caught.value)
-    assert str(path) in message and named in message and "earlier checkpoint" in message, message
+    assert f"checkpoint {path} is damaged" in message and named in message, message
+    assert reader_error in message.split("cannot be read", 1)[1], message  # the reader's own error, kept
+
+
+def test_a_checkpoint_of_another_model_is_not_called_damaged(tiny_dir, tmp_path):
+    w = make_worker(tiny_dir)
+    w.update(filled(w, 1))
+    path = Path(w.save(tmp_path / "ckpt"))
+    wider = save_tiny_model(tmp_path / "wider", seed=0, intermediate_size=192)
+    with pytest.raises(ckpt.CheckpointRefused, match="written for another trainer.model") as caught:
+        make_worker(wider).load(path)
+    assert not isinstance(caught.value, ckpt.DamagedCheckpoint)
+    assert "size mismatch" in str(caught.value).lower(), caught.value
 
 
 @pytest.mark.parametrize("tied", [False, True])
