@@ -7,9 +7,9 @@ figures, their mean and spread, and 95% intervals.
 
 Each seed trains with `codefu train --config C --run-dir RUNS/seed<S> loop.seed=S key=value ...`, then
 `codefu eval` samples n programs per test problem from RUNS/seed<S>/model and from the config's base model,
-at the run's temperature, length cap and compute dtype. A finished seed (its model/ exists) or evaluation
-(its JSON exists) is not redone: rerunning the command after an interruption continues it; an interrupted
-training run resumes from its checkpoint.
+at the run's temperature, length cap and compute dtype (with --parallel N > 1, all N + 1 evaluations at
+once). A finished seed (its model/ exists) or evaluation (its JSON exists) is not redone: rerunning the
+command after an interruption continues it; an interrupted training run resumes from its checkpoint.
 
 The record's `pooled` block averages each problem's pass@k over the seeds and bootstraps the mean paired
 difference (trained - base) over problems: the interval of the headline claim. `seeds` gives each seed's
@@ -40,11 +40,6 @@ from codefu.orchestrator.config import RunConfig  # noqa: E402
 
 SPLIT_FILE = Path(__file__).resolve().parents[1] / "codefu" / "data" / "starter" / "split.json"
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
-
-
-def run(argv: list[str]) -> None:
-    print("$ " + " ".join(argv), flush=True)
-    subprocess.run(argv, check=True)
 
 
 def train_command(config: str, run_dir: Path, seed: int, overrides: list[str]) -> list[str] | None:
@@ -107,27 +102,43 @@ def train_all(
     return seconds
 
 
-def evaluate(model: str, out: Path, args: argparse.Namespace, sampling: dict[str, Any]) -> dict[str, Any]:
-    if not out.exists():
-        cmd = [sys.executable, "-m", "codefu", "eval", "--model", model, "--dataset", "starter"]
-        cmd += ["--split-file", str(SPLIT_FILE), "--split", args.split, "--n", str(args.n), "--k", args.k]
-        cmd += [
-            "--temperature",
-            str(sampling["temperature"]),
-            "--max-new-tokens",
-            str(sampling["max_new_tokens"]),
-        ]
-        cmd += [
-            "--dtype",
-            sampling["dtype"],
-            "--batch-size",
-            str(args.eval_batch_size),
-            "--device",
-            args.device,
-        ]
-        cmd += ["--sandbox", args.sandbox, "--out", str(out)]
-        run(cmd)
-    return json.loads(out.read_text())
+def eval_command(
+    model: str, out: Path, args: argparse.Namespace, sampling: dict[str, Any]
+) -> list[str] | None:
+    """The `codefu eval` that writes `out` for `model`; None when `out` exists (written before)."""
+    if out.exists():
+        return None
+    cmd = [sys.executable, "-m", "codefu", "eval", "--model", model, "--dataset", "starter"]
+    cmd += ["--split-file", str(SPLIT_FILE), "--split", args.split, "--n", str(args.n), "--k", args.k]
+    cmd += [
+        "--temperature",
+        str(sampling["temperature"]),
+        "--max-new-tokens",
+        str(sampling["max_new_tokens"]),
+    ]
+    cmd += ["--dtype", sampling["dtype"], "--batch-size", str(args.eval_batch_size), "--device", args.device]
+    return [*cmd, "--sandbox", args.sandbox, "--out", str(out)]
+
+
+def evaluate_all(commands: dict[str, list[str] | None], at_once: int) -> None:
+    """Run the evaluations (None: written before), `at_once` at a time: on a GPU machine the seeds' and the
+    base model's together, not one after the other."""
+    running: list[tuple[str, subprocess.Popen]] = []
+    failed = []
+    for name, cmd in commands.items():
+        if cmd is None:
+            continue
+        while len(running) >= max(1, at_once):
+            done, proc = running.pop(0)
+            if proc.wait():
+                failed.append(f"{done} (exit {proc.returncode})")
+        print("$ " + " ".join(cmd), flush=True)
+        running.append((name, subprocess.Popen(cmd)))
+    for done, proc in running:
+        if proc.wait():
+            failed.append(f"{done} (exit {proc.returncode})")
+    if failed:
+        raise SystemExit("evaluation failed: " + "; ".join(failed))
 
 
 def per_problem(result: dict[str, Any], k: int) -> dict[str, float]:
@@ -204,12 +215,16 @@ def main() -> None:
     run_dirs = {seed: runs / f"seed{seed}" for seed in seeds}
     commands = {seed: train_command(args.config, run_dirs[seed], seed, args.overrides) for seed in seeds}
     seconds = train_all(commands, run_dirs, args.parallel)
+    at_once = args.parallel + 1 if args.parallel > 1 else 1  # --parallel: the seeds' and the base's at once
+    outs = {f"seed{s}": (str(d / "model"), d / f"{args.split}-eval.json") for s, d in run_dirs.items()}
+    outs["base"] = (cfg.trainer.model, runs / f"base-{args.split}-eval.json")
+    evaluate_all({k: eval_command(m, out, args, sampling) for k, (m, out) in outs.items()}, at_once)
     trained: dict[int, dict[str, Any]] = {}
     for seed, run_dir in run_dirs.items():
-        result = evaluate(str(run_dir / "model"), run_dir / f"{args.split}-eval.json", args, sampling)
+        result = json.loads(outs[f"seed{seed}"][1].read_text())
         trained[seed] = {"run_dir": str(run_dir), "train_s": round(seconds[seed], 1), "eval": result}
         trained[seed]["training"] = training_summary(run_dir)
-    base = evaluate(cfg.trainer.model, runs / f"base-{args.split}-eval.json", args, sampling)
+    base = json.loads(outs["base"][1].read_text())
 
     results: dict[str, Any] = {"pooled": {}, "seeds": {}, "seed_spread": {}}
     for k in ks:

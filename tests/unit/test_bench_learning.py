@@ -3,6 +3,9 @@ against the base model with its interval, and each seed run with its share of th
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 import pytest
 
 from helpers.bench_scripts import load_bench_script
@@ -47,3 +50,25 @@ def test_finished_seeds_are_not_trained_again(tmp_path):
     (run_dir / "model").mkdir()
     (run_dir / "model" / "config.json").write_text("{}")
     assert learning.train_command("c.yaml", run_dir, 0, []) is None
+
+
+def test_evaluations_skip_what_was_written_and_name_the_one_that_failed(tmp_path):
+    args = argparse.Namespace(split="test", n=16, k="1,8", eval_batch_size=256, device="cuda", sandbox="none")
+    sampling = {"temperature": 0.6, "max_new_tokens": 160, "dtype": "bfloat16"}
+    cmd = learning.eval_command("m/model", tmp_path / "seed0.json", args, sampling)
+    flags = dict(zip(cmd[4::2], cmd[5::2], strict=False))
+    assert flags["--model"] == "m/model" and flags["--out"] == str(tmp_path / "seed0.json")
+    assert (flags["--dtype"], flags["--temperature"], flags["--device"]) == ("bfloat16", "0.6", "cuda")
+    (tmp_path / "seed0.json").write_text("{}")
+    assert learning.eval_command("m/model", tmp_path / "seed0.json", args, sampling) is None
+    # three at once: each writes its file; the one that fails is named, after the others finished
+    write = "import sys, pathlib, time; time.sleep(0.3); pathlib.Path(sys.argv[1]).write_text('x')"
+    commands = {
+        "seed0": None,
+        "seed1": [sys.executable, "-c", write, str(tmp_path / "a")],
+        "seed2": [sys.executable, "-c", "raise SystemExit(3)"],
+        "base": [sys.executable, "-c", write, str(tmp_path / "b")],
+    }
+    with pytest.raises(SystemExit, match=r"evaluation failed: seed2 \(exit 3\)$"):
+        learning.evaluate_all(commands, 2)
+    assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
