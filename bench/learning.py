@@ -7,8 +7,8 @@ figures, their mean and spread, and 95% intervals.
 
 Each seed trains with `codefu train --config C --run-dir RUNS/seed<S> loop.seed=S key=value ...`, then
 `codefu eval` samples n programs per test problem from RUNS/seed<S>/model and from the config's base model,
-at the run's temperature, length cap and compute dtype (with --parallel N > 1, all N + 1 evaluations at
-once). A finished seed (its model/ exists) or evaluation (its JSON exists) is not redone: rerunning the
+at the run's temperature, length cap and compute dtype (with --parallel N > 1 on a GPU, all N + 1
+evaluations at once). A finished seed (its model/ exists) or evaluation (its JSON exists) is not redone: rerunning the
 command after an interruption continues it; an interrupted training run resumes from its checkpoint.
 
 The record's `pooled` block averages each problem's pass@k over the seeds and bootstraps the mean paired
@@ -215,7 +215,8 @@ def main() -> None:
     run_dirs = {seed: runs / f"seed{seed}" for seed in seeds}
     commands = {seed: train_command(args.config, run_dirs[seed], seed, args.overrides) for seed in seeds}
     seconds = train_all(commands, run_dirs, args.parallel)
-    at_once = args.parallel + 1 if args.parallel > 1 else 1  # --parallel: the seeds' and the base's at once
+    # on a GPU the seeds' and the base's at once; on a CPU each takes every core: one at a time
+    at_once = args.parallel + 1 if args.parallel > 1 and args.device != "cpu" else 1
     outs = {f"seed{s}": (str(d / "model"), d / f"{args.split}-eval.json") for s, d in run_dirs.items()}
     outs["base"] = (cfg.trainer.model, runs / f"base-{args.split}-eval.json")
     evaluate_all({k: eval_command(m, out, args, sampling) for k, (m, out) in outs.items()}, at_once)
