@@ -8,8 +8,9 @@ figures, their mean and spread, and 95% intervals.
 Each seed trains with `codefu train --config C --run-dir RUNS/seed<S> loop.seed=S key=value ...`, then
 `codefu eval` samples n programs per test problem from RUNS/seed<S>/model and from the config's base model,
 at the run's temperature, length cap and compute dtype (with --parallel N > 1 on a GPU, all N + 1
-evaluations at once). A finished seed (its model/ exists) or evaluation (its JSON exists) is not redone: rerunning the
-command after an interruption continues it; an interrupted training run resumes from its checkpoint.
+evaluations at once). A finished seed (its model/ exists) or evaluation (its JSON exists) is not redone:
+rerunning the command after an interruption continues it; an interrupted training run resumes from its
+checkpoint.
 
 The record's `pooled` block averages each problem's pass@k over the seeds and bootstraps the mean paired
 difference (trained - base) over problems: the interval of the headline claim. `seeds` gives each seed's
