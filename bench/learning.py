@@ -61,46 +61,56 @@ def share_of_cores(parallel: int) -> dict[str, str]:
     return env
 
 
-def train_all(
-    commands: dict[int, list[str] | None], run_dirs: dict[int, Path], parallel: int
-) -> dict[int, float]:
-    """Run the training commands, `parallel` at a time (with more than one, each one's console output goes
-    to RUN_DIR.out beside its run, and each gets its share of the cores); the seconds each took (0:
-    finished before)."""
+def run_at_once(
+    commands: dict[str, list[str] | None], at_once: int, what: str, logs: dict[str, Path] | None = None
+) -> dict[str, float]:
+    """Run the commands (None: done before), `at_once` at a time; the seconds each took (0: done before).
+    With `logs`, each one's console output goes to its file and each gets its share of the cores (runs on
+    the CPU side by side). Every failure is named, once all have ended, as a SystemExit."""
     seconds = dict.fromkeys(commands, 0.0)
-    waiting = [s for s, cmd in commands.items() if cmd is not None]
-    running: dict[int, tuple[subprocess.Popen, float]] = {}
+    waiting = [name for name, cmd in commands.items() if cmd is not None]
+    running: dict[str, tuple[subprocess.Popen, float]] = {}
     failed = []
-    together = parallel > 1
     while waiting or running:
-        while waiting and len(running) < max(1, parallel):
-            s = waiting.pop(0)
-            cmd = commands[s] or []
-            log = run_dirs[s].with_suffix(".out")
-            print(f"$ {' '.join(cmd)}" + (f"  > {log}" if together else ""), flush=True)
+        while waiting and len(running) < max(1, at_once):
+            name = waiting.pop(0)
+            cmd = commands[name] or []
+            log = logs[name] if logs else None
+            print(f"$ {' '.join(cmd)}" + (f"  > {log}" if log else ""), flush=True)
             out = None
-            if together:
+            if log:
                 log.parent.mkdir(parents=True, exist_ok=True)
                 out = log.open("ab")
-            env = share_of_cores(parallel) if together else None
-            running[s] = (
+            env = share_of_cores(at_once) if log else None
+            running[name] = (
                 subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env),
                 time.monotonic(),
             )
             if out is not None:
                 out.close()  # the child holds its own descriptor
         time.sleep(2)
-        for s, (proc, start) in list(running.items()):
+        for name, (proc, start) in list(running.items()):
             if proc.poll() is not None:
-                del running[s]
-                seconds[s] = time.monotonic() - start
-                print(f"seed {s}: training finished, exit {proc.returncode}", flush=True)
+                del running[name]
+                seconds[name] = time.monotonic() - start
+                print(f"{name}: {what} finished, exit {proc.returncode}", flush=True)
                 if proc.returncode:
-                    where = f", see {run_dirs[s].with_suffix('.out')}" if together else ""
-                    failed.append(f"seed {s} (exit {proc.returncode}{where})")
+                    where = f", see {logs[name]}" if logs else ""
+                    failed.append(f"{name} (exit {proc.returncode}{where})")
     if failed:
-        raise SystemExit("training failed: " + "; ".join(failed))
+        raise SystemExit(f"{what} failed: " + "; ".join(failed))
     return seconds
+
+
+def train_all(
+    commands: dict[int, list[str] | None], run_dirs: dict[int, Path], parallel: int
+) -> dict[int, float]:
+    """Run the training commands, `parallel` at a time (with more than one, each one's console output goes
+    to RUN_DIR.out beside its run, and each gets its share of the cores); the seconds each took (0:
+    finished before)."""
+    logs = {f"seed {s}": d.with_suffix(".out") for s, d in run_dirs.items()} if parallel > 1 else None
+    took = run_at_once({f"seed {s}": cmd for s, cmd in commands.items()}, parallel, "training", logs)
+    return {s: took[f"seed {s}"] for s in commands}
 
 
 def eval_command(
@@ -119,27 +129,6 @@ def eval_command(
     ]
     cmd += ["--dtype", sampling["dtype"], "--batch-size", str(args.eval_batch_size), "--device", args.device]
     return [*cmd, "--sandbox", args.sandbox, "--out", str(out)]
-
-
-def evaluate_all(commands: dict[str, list[str] | None], at_once: int) -> None:
-    """Run the evaluations (None: written before), `at_once` at a time: on a GPU machine the seeds' and the
-    base model's together, not one after the other."""
-    running: list[tuple[str, subprocess.Popen]] = []
-    failed = []
-    for name, cmd in commands.items():
-        if cmd is None:
-            continue
-        while len(running) >= max(1, at_once):
-            done, proc = running.pop(0)
-            if proc.wait():
-                failed.append(f"{done} (exit {proc.returncode})")
-        print("$ " + " ".join(cmd), flush=True)
-        running.append((name, subprocess.Popen(cmd)))
-    for done, proc in running:
-        if proc.wait():
-            failed.append(f"{done} (exit {proc.returncode})")
-    if failed:
-        raise SystemExit("evaluation failed: " + "; ".join(failed))
 
 
 def per_problem(result: dict[str, Any], k: int) -> dict[str, float]:
@@ -220,7 +209,9 @@ def main() -> None:
     at_once = args.parallel + 1 if args.parallel > 1 and args.device != "cpu" else 1
     outs = {f"seed{s}": (str(d / "model"), d / f"{args.split}-eval.json") for s, d in run_dirs.items()}
     outs["base"] = (cfg.trainer.model, runs / f"base-{args.split}-eval.json")
-    evaluate_all({k: eval_command(m, out, args, sampling) for k, (m, out) in outs.items()}, at_once)
+    run_at_once(
+        {k: eval_command(m, out, args, sampling) for k, (m, out) in outs.items()}, at_once, "evaluation"
+    )
     trained: dict[int, dict[str, Any]] = {}
     for seed, run_dir in run_dirs.items():
         result = json.loads(outs[f"seed{seed}"][1].read_text())

@@ -677,13 +677,11 @@ def resume_refused(refused: CheckpointRefused, path: str, critic_path: Path | No
     """The command line's one line for a checkpoint the trainer refused, with the way out of a damaged one:
     the step's folders (the policy's and, with a critic, the critic's) moved aside, the one before is the
     latest."""
-    if not isinstance(refused, DamagedCheckpoint):
-        return f"cannot resume from {path}: {refused}"
-    folders = " and ".join(str(p) for p in (path, critic_path) if p is not None)
-    return (
-        f"cannot resume from {path}: {refused}; move {folders} aside to resume from the checkpoint before "
-        "it, or start a new run"
-    )
+    line = f"cannot resume from {path}: {refused}"
+    if isinstance(refused, DamagedCheckpoint):
+        folders = " and ".join(str(p) for p in (path, critic_path) if p is not None)
+        line += f"; move {folders} aside to resume from the checkpoint before it, or start a new run"
+    return line
 
 
 def critic_root(root: str) -> str:

@@ -70,5 +70,5 @@ def test_evaluations_skip_what_was_written_and_name_the_one_that_failed(tmp_path
         "base": [sys.executable, "-c", write, str(tmp_path / "b")],
     }
     with pytest.raises(SystemExit, match=r"evaluation failed: seed2 \(exit 3\)$"):
-        learning.evaluate_all(commands, 2)
+        learning.run_at_once(commands, 2, "evaluation")
     assert (tmp_path / "a").exists() and (tmp_path / "b").exists()
