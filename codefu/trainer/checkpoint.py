@@ -192,7 +192,10 @@ _DOES_NOT_FIT = re.compile(r"size mismatch|missing key|unexpected key", re.IGNOR
 
 
 def _unreadable(error: BaseException) -> bool:
-    """Whether `error` is a reader's failure on a file's bytes (missing, cut short, not what it claims)."""
+    """Whether `error` is a reader's failure on a file's bytes (missing, cut short, not what it claims).
+    A file this user may not read is not damage: moving the checkpoint aside would throw a good one away."""
+    if isinstance(error, PermissionError):
+        return False
     if isinstance(error, OSError | EOFError | pickle.UnpicklingError | zipfile.BadZipFile):
         return True
     return isinstance(error, RuntimeError) and "PytorchStreamReader" in str(error)  # torch.load's zip reader

@@ -126,6 +126,17 @@ def test_a_checkpoint_of_another_model_is_not_called_damaged(tiny_dir, tmp_path)
     assert "size mismatch" in str(caught.value).lower(), caught.value
 
 
+def test_a_file_this_user_may_not_read_is_not_called_damage(tmp_path):
+    # root reads any file whatever its mode, so the reader's error is raised where the reader would raise it
+    denied = PermissionError(13, "Permission denied", str(tmp_path / "trainer_state.pt"))
+    with pytest.raises(PermissionError) as caught, ckpt.readable(tmp_path, "trainer_state.pt"):
+        raise denied
+    assert caught.value is denied  # unchanged: "move it aside" would throw a good checkpoint away
+    with pytest.raises(ckpt.DamagedCheckpoint, match="trainer_state.pt cannot be read"):
+        with ckpt.readable(tmp_path, "trainer_state.pt"):
+            raise FileNotFoundError(2, "No such file or directory", str(tmp_path / "trainer_state.pt"))
+
+
 @pytest.mark.parametrize("tied", [False, True])
 def test_hf_export_loads_in_plain_transformers_with_the_same_logits(tmp_path, tied):
     model_dir = save_tiny_model(tmp_path / "model", seed=1, tie_word_embeddings=tied)
