@@ -193,32 +193,45 @@ _DOES_NOT_FIT = re.compile(r"size mismatch|missing key|unexpected key", re.IGNOR
 
 def _unreadable(error: BaseException) -> bool:
     """Whether `error` is a reader's failure on a file's bytes (missing, cut short, not what it claims).
-    A file this user may not read is not damage: moving the checkpoint aside would throw a good one away."""
-    if isinstance(error, PermissionError):
-        return False
-    if isinstance(error, OSError | EOFError | pickle.UnpicklingError | zipfile.BadZipFile):
+    Other OSErrors (an I/O error, a stale network handle, too many open files) say nothing about the bytes:
+    moving the checkpoint aside on one of them could throw a good one away."""
+    if isinstance(error, FileNotFoundError | EOFError | pickle.UnpicklingError | zipfile.BadZipFile):
         return True
     return isinstance(error, RuntimeError) and "PytorchStreamReader" in str(error)  # torch.load's zip reader
 
 
+def _reason(error: BaseException) -> str:
+    return type(error).__name__ + (f": {str(error)[:300]}" if str(error) else "")
+
+
 @contextlib.contextmanager
 def readable(path: Path, what: str) -> Iterator[None]:
-    """Reading `what` of checkpoint `path`: a file missing or unreadable as a DamagedCheckpoint, tensors that
-    do not fit this model as a CheckpointRefused, both naming the checkpoint, instead of pickle's or DCP's
-    own error (DCP wraps every rank's in a CheckpointException, a BaseException). Anything else (out of
-    memory, a peer rank gone) passes unchanged: it says nothing about the checkpoint."""
+    """Reading `what` of checkpoint `path`: a file missing or unreadable as a DamagedCheckpoint, a file this
+    user may not read or tensors that do not fit this model as a CheckpointRefused, each naming the
+    checkpoint, instead of pickle's or DCP's own error (DCP wraps every rank's in a CheckpointException, a
+    BaseException). Anything else (out of memory, a peer rank gone, a storage error) passes unchanged: it
+    says nothing about the checkpoint."""
     try:
         yield
     except BaseException as e:
         failures = getattr(e, "failures", None)  # DCP: {rank: (the reader's exception, its traceback)}
         causes = [f[0] for f in failures.values()] if isinstance(failures, dict) and failures else [e]
-        error = type(causes[0]).__name__ + (f": {str(causes[0])[:300]}" if str(causes[0]) else "")
         if all(_unreadable(c) for c in causes):
-            raise DamagedCheckpoint(f"checkpoint {path} is damaged: {what} cannot be read ({error})") from e
-        if any(_DOES_NOT_FIT.search(str(c)) for c in causes):
+            raise DamagedCheckpoint(
+                f"checkpoint {path} is damaged: {what} cannot be read ({_reason(causes[0])})"
+            ) from e
+        denied = [c for c in causes if isinstance(c, PermissionError)]
+        if denied:
             raise CheckpointRefused(
-                f"checkpoint {path} does not fit this run's model ({what}: {error}): it was written for "
-                "another trainer.model; resume with the model it was trained from, or start a new run"
+                f"checkpoint {path}: {what} cannot be read by this user ({_reason(denied[0])}); "
+                "give it read access and resume again"
+            ) from e
+        fit = [c for c in causes if _DOES_NOT_FIT.search(str(c))]
+        if fit:
+            raise CheckpointRefused(
+                f"checkpoint {path} does not fit this run's model ({what}: {_reason(fit[0])}): it was "
+                "written for another trainer.model; resume with the model it was trained from, or start a "
+                "new run"
             ) from e
         raise
 

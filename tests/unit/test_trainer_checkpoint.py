@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch.distributed.checkpoint.api import CheckpointException
 from transformers import AutoModelForCausalLM
 
 from codefu.models.tiny import save_tiny_model
@@ -126,15 +127,42 @@ def test_a_checkpoint_of_another_model_is_not_called_damaged(tiny_dir, tmp_path)
     assert "size mismatch" in str(caught.value).lower(), caught.value
 
 
-def test_a_file_this_user_may_not_read_is_not_called_damage(tmp_path):
-    # root reads any file whatever its mode, so the reader's error is raised where the reader would raise it
-    denied = PermissionError(13, "Permission denied", str(tmp_path / "trainer_state.pt"))
-    with pytest.raises(PermissionError) as caught, ckpt.readable(tmp_path, "trainer_state.pt"):
-        raise denied
-    assert caught.value is denied  # unchanged: "move it aside" would throw a good checkpoint away
-    with pytest.raises(ckpt.DamagedCheckpoint, match="trainer_state.pt cannot be read"):
-        with ckpt.readable(tmp_path, "trainer_state.pt"):
-            raise FileNotFoundError(2, "No such file or directory", str(tmp_path / "trainer_state.pt"))
+def reading(path, *errors):
+    """What `readable` makes of the reader's `errors`: one raised by the reader itself, several as DCP's
+    CheckpointException gives them (one per rank). Root reads any file whatever its mode, so a test cannot
+    make the reader itself meet a PermissionError: it is raised where the reader would raise it."""
+    raised = (
+        errors[0]
+        if len(errors) == 1
+        else CheckpointException("read", {r: (e, None) for r, e in enumerate(errors)})
+    )
+    with pytest.raises(BaseException) as caught, ckpt.readable(path, "trainer_state.pt"):
+        raise raised
+    return caught.value, raised
+
+
+def test_what_is_called_damage_and_what_is_not(tmp_path):
+    f = str(tmp_path / "trainer_state.pt")
+    missing, denied = (
+        FileNotFoundError(2, "No such file or directory", f),
+        PermissionError(13, "Permission denied", f),
+    )
+    for errors in [(missing,), (missing, FileNotFoundError(2, "No such file or directory", f))]:
+        error, _ = reading(tmp_path, *errors)
+        assert isinstance(error, ckpt.DamagedCheckpoint), error
+        expected = f"checkpoint {tmp_path} is damaged: trainer_state.pt cannot be read (FileNotFoundError"
+        assert expected in str(error), error
+    # a file this user may not read is not damage (moving the checkpoint aside would lose a good one):
+    # refused, saying what to fix, also where only one rank was denied
+    for errors in [(denied,), (denied, missing), (missing, denied)]:
+        error, _ = reading(tmp_path, *errors)
+        assert type(error) is ckpt.CheckpointRefused, error
+        assert "trainer_state.pt cannot be read by this user (PermissionError" in str(error), error
+        assert "read access" in str(error)
+    # a storage error says nothing about the checkpoint's bytes: it passes unchanged
+    for errors in [(OSError(5, "Input/output error", f),), (OSError(116, "Stale file handle", f), missing)]:
+        error, raised = reading(tmp_path, *errors)
+        assert error is raised
 
 
 @pytest.mark.parametrize("tied", [False, True])
