@@ -156,7 +156,7 @@ def load_checkpoint(
     Returns (step, extra_state). Rank r restores the RNG state of saved rank r % saved_world_size.
     `settings`: this run's values of what `save_checkpoint` recorded (`check_settings_match`)."""
     path = Path(path)
-    with readable(path, STATE_FILE):
+    with readable(path, STATE_FILE, saved_by_torch=path / STATE_FILE):
         meta = torch.load(path / STATE_FILE, weights_only=False)
     # get_state_dict initializes AdamW's state (a zero-lr step) so DCP knows what to read into
     model_sd, optim_sd = get_state_dict(model, optimizer)
@@ -173,14 +173,15 @@ def load_checkpoint(
     )
     scheduler.load_state_dict(meta["scheduler"])
     src = dist.get_rank() % meta["world_size"]
-    with readable(path, f"rng_rank{src}.pt"):
+    with readable(path, f"rng_rank{src}.pt", saved_by_torch=path / f"rng_rank{src}.pt"):
         set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
     return int(meta["step"]), meta["extra_state"]
 
 
 class CheckpointRefused(ValueError):
     """A checkpoint this run cannot resume from, by codefu's own checks: the message names the checkpoint
-    and why (a setting that differs, tensors that do not fit this model, a damaged file)."""
+    and why (a setting that differs, tensors that do not fit this model, a file this user may not read, a
+    damaged file)."""
 
 
 class DamagedCheckpoint(CheckpointRefused):
@@ -195,9 +196,23 @@ def _unreadable(error: BaseException) -> bool:
     """Whether `error` is a reader's failure on a file's bytes (missing, cut short, not what it claims).
     Other OSErrors (an I/O error, a stale network handle, too many open files) say nothing about the bytes:
     moving the checkpoint aside on one of them could throw a good one away."""
-    if isinstance(error, FileNotFoundError | EOFError | pickle.UnpicklingError | zipfile.BadZipFile):
+    if isinstance(error, FileNotFoundError | IsADirectoryError | NotADirectoryError | EOFError):
+        return True
+    if isinstance(error, pickle.UnpicklingError | zipfile.BadZipFile):
+        return True
+    if isinstance(error, AssertionError) and "metadata read failed" in str(error):  # dcp.load's .metadata
         return True
     return isinstance(error, RuntimeError) and "PytorchStreamReader" in str(error)  # torch.load's zip reader
+
+
+def _not_a_torch_save(file: Path) -> bool:
+    """Whether `file` cannot be what torch.save wrote (always a zip archive): a file cut short loses the
+    archive's directory at its end, and torch.load then fails with whatever its reader met first (a seek
+    before the start, an OSError EINVAL; all zeros: a KeyError of the legacy format)."""
+    try:
+        return file.is_file() and not zipfile.is_zipfile(file)
+    except OSError:  # an I/O error reading it says nothing about its bytes
+        return False
 
 
 def _reason(error: BaseException) -> str:
@@ -205,18 +220,19 @@ def _reason(error: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def readable(path: Path, what: str) -> Iterator[None]:
+def readable(path: Path, what: str, saved_by_torch: Path | None = None) -> Iterator[None]:
     """Reading `what` of checkpoint `path`: a file missing or unreadable as a DamagedCheckpoint, a file this
     user may not read or tensors that do not fit this model as a CheckpointRefused, each naming the
     checkpoint, instead of pickle's or DCP's own error (DCP wraps every rank's in a CheckpointException, a
     BaseException). Anything else (out of memory, a peer rank gone, a storage error) passes unchanged: it
-    says nothing about the checkpoint."""
+    says nothing about the checkpoint. `saved_by_torch`: the file read, where torch.save wrote it, to tell a
+    file cut short from a reader's other failures."""
     try:
         yield
     except BaseException as e:
         failures = getattr(e, "failures", None)  # DCP: {rank: (the reader's exception, its traceback)}
         causes = [f[0] for f in failures.values()] if isinstance(failures, dict) and failures else [e]
-        if all(_unreadable(c) for c in causes):
+        if all(_unreadable(c) for c in causes) or (saved_by_torch and _not_a_torch_save(saved_by_torch)):
             raise DamagedCheckpoint(
                 f"checkpoint {path} is damaged: {what} cannot be read ({_reason(causes[0])})"
             ) from e

@@ -93,16 +93,38 @@ def truncate(path):
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+def zero_fill(path):
+    path.write_bytes(bytes(path.stat().st_size))
+
+
+def replace_by_folder(path):
+    path.unlink()
+    path.mkdir()
+
+
 @pytest.mark.parametrize(
     ("damage", "named", "reader_error"),
     [
         (lambda p: (p / "trainer_state.pt").write_text("not a checkpoint"), "trainer_state.pt", "Unpickling"),
         (lambda p: truncate(p / "trainer_state.pt"), "trainer_state.pt", "PytorchStreamReader"),
         (lambda p: (p / "rng_rank0.pt").unlink(), "rng_rank0.pt", "FileNotFoundError"),
+        # a file over ~4 KB cut short sends torch.load's reader before the file's start (OSError EINVAL)
+        (lambda p: truncate(p / "rng_rank0.pt"), "rng_rank0.pt", "Error"),
+        (lambda p: zero_fill(p / "rng_rank0.pt"), "rng_rank0.pt", "Error"),  # KeyError of the legacy format
+        (lambda p: replace_by_folder(p / "rng_rank0.pt"), "rng_rank0.pt", "IsADirectoryError"),
         (lambda p: truncate(p / ".metadata"), ".metadata", "Error"),
         (lambda p: [f.write_bytes(b"") for f in p.glob("*.distcp")], "*.distcp", "Error"),
     ],
-    ids=["state-not-a-checkpoint", "state-cut-short", "rng-missing", "metadata-cut-short", "shards-emptied"],
+    ids=[
+        "state-not-a-checkpoint",
+        "state-cut-short",
+        "rng-missing",
+        "rng-cut-short",
+        "rng-zeroed",
+        "rng-a-folder",
+        "metadata-cut-short",
+        "shards-emptied",
+    ],
 )
 def test_a_damaged_checkpoint_is_named_with_the_file(tiny_dir, tmp_path, damage, named, reader_error):
     w = make_worker(tiny_dir)
