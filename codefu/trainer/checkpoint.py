@@ -156,7 +156,7 @@ def load_checkpoint(
     Returns (step, extra_state). Rank r restores the RNG state of saved rank r % saved_world_size.
     `settings`: this run's values of what `save_checkpoint` recorded (`check_settings_match`)."""
     path = Path(path)
-    with readable(path, STATE_FILE, saved_by_torch=path / STATE_FILE):
+    with readable(path, STATE_FILE, torch_saved=True):
         meta = torch.load(path / STATE_FILE, weights_only=False)
     # get_state_dict initializes AdamW's state (a zero-lr step) so DCP knows what to read into
     model_sd, optim_sd = get_state_dict(model, optimizer)
@@ -173,7 +173,7 @@ def load_checkpoint(
     )
     scheduler.load_state_dict(meta["scheduler"])
     src = dist.get_rank() % meta["world_size"]
-    with readable(path, f"rng_rank{src}.pt", saved_by_torch=path / f"rng_rank{src}.pt"):
+    with readable(path, f"rng_rank{src}.pt", torch_saved=True):
         set_rng_state(torch.load(path / f"rng_rank{src}.pt", weights_only=False))
     return int(meta["step"]), meta["extra_state"]
 
@@ -196,9 +196,8 @@ def _unreadable(error: BaseException) -> bool:
     """Whether `error` is a reader's failure on a file's bytes (missing, cut short, not what it claims).
     Other OSErrors (an I/O error, a stale network handle, too many open files) say nothing about the bytes:
     moving the checkpoint aside on one of them could throw a good one away."""
-    if isinstance(error, FileNotFoundError | IsADirectoryError | NotADirectoryError | EOFError):
-        return True
-    if isinstance(error, pickle.UnpicklingError | zipfile.BadZipFile):
+    missing = FileNotFoundError | IsADirectoryError | NotADirectoryError
+    if isinstance(error, missing | EOFError | pickle.UnpicklingError | zipfile.BadZipFile):
         return True
     if isinstance(error, AssertionError) and "metadata read failed" in str(error):  # dcp.load's .metadata
         return True
@@ -220,19 +219,19 @@ def _reason(error: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def readable(path: Path, what: str, saved_by_torch: Path | None = None) -> Iterator[None]:
+def readable(path: Path, what: str, torch_saved: bool = False) -> Iterator[None]:
     """Reading `what` of checkpoint `path`: a file missing or unreadable as a DamagedCheckpoint, a file this
     user may not read or tensors that do not fit this model as a CheckpointRefused, each naming the
     checkpoint, instead of pickle's or DCP's own error (DCP wraps every rank's in a CheckpointException, a
     BaseException). Anything else (out of memory, a peer rank gone, a storage error) passes unchanged: it
-    says nothing about the checkpoint. `saved_by_torch`: the file read, where torch.save wrote it, to tell a
-    file cut short from a reader's other failures."""
+    says nothing about the checkpoint. `torch_saved`: `what` is a file of `path` that torch.save wrote, so
+    that one cut short is told from a reader's other failures."""
     try:
         yield
     except BaseException as e:
         failures = getattr(e, "failures", None)  # DCP: {rank: (the reader's exception, its traceback)}
         causes = [f[0] for f in failures.values()] if isinstance(failures, dict) and failures else [e]
-        if all(_unreadable(c) for c in causes) or (saved_by_torch and _not_a_torch_save(saved_by_torch)):
+        if all(_unreadable(c) for c in causes) or (torch_saved and _not_a_torch_save(path / what)):
             raise DamagedCheckpoint(
                 f"checkpoint {path} is damaged: {what} cannot be read ({_reason(causes[0])})"
             ) from e
