@@ -1,0 +1,145 @@
+"""Two learning results side by side: does arm B reach arm A's held-out pass@k at the same number of samples?
+(#44: `one_step_off` against `sync`; #45: LoRA against full fine-tuning.)
+
+    python bench/compare_learning.py A.json B.json [--k 1,8] [--name NAME] [--out PATH]
+
+A and B are bench/learning.py's records, on the same split, problems and samples per problem (refused
+otherwise, naming the field). Per problem, each arm's pass@k is averaged over its seeds, and the paired
+difference B - A over problems is bootstrapped: the interval of the claim, "parity" when it holds 0.
+`seed_means` gives each arm's per-seed means and a Welch t-interval of the difference of the seed means
+(3 seeds an arm: wide; it says how far one run of either arm can be trusted). Both arms' base-model
+evaluations are reported too: they measure the same model and should agree within sampling noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import record  # noqa: E402
+from bench.learning import T_975, paired, per_problem  # noqa: E402
+
+MUST_MATCH = ("split", "n", "problems")
+
+
+def seed_evals(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: ev for name, ev in rec["evals"].items() if name != "base"}
+
+
+def check_comparable(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """ValueError naming the first params field that differs, or the problems one record lacks."""
+    for key in MUST_MATCH:
+        if a["params"].get(key) != b["params"].get(key):
+            raise ValueError(
+                f"params.{key} differs: {a['params'].get(key)!r} in A, {b['params'].get(key)!r} in B"
+            )
+    names_a, names_b = set(a["evals"]["base"]["per_problem"]), set(b["evals"]["base"]["per_problem"])
+    if names_a != names_b:
+        raise ValueError(
+            f"the problems differ: only in A {sorted(names_a - names_b)}, "
+            f"only in B {sorted(names_b - names_a)}"
+        )
+    for label, rec in (("A", a), ("B", b)):
+        if not seed_evals(rec):
+            raise ValueError(f"{label} holds no trained seed's evaluation (evals has only 'base')")
+
+
+def pooled(rec: dict[str, Any], k: int) -> dict[str, float]:
+    """Each problem's pass@k averaged over the record's seeds."""
+    by_seed = [per_problem(ev, k) for ev in seed_evals(rec).values()]
+    return {p: statistics.fmean(s[p] for s in by_seed) for p in by_seed[0]}
+
+
+def welch(a: list[float], b: list[float]) -> dict[str, Any]:
+    """mean(b) - mean(a) with its Welch t-interval (None with fewer than 2 values an arm or no spread)."""
+    diff = statistics.fmean(b) - statistics.fmean(a)
+    out: dict[str, Any] = {"diff": diff, "t_ci95": None, "df": None}
+    if len(a) < 2 or len(b) < 2:
+        return out
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    if va + vb == 0:
+        return out
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = T_975[max(1, min(9, math.floor(df)))]  # floor and cap at 9: the table's widest, never too narrow
+    half = t * math.sqrt(va + vb)
+    return out | {"t_ci95": [diff - half, diff + half], "df": df}
+
+
+def compare(a: dict[str, Any], b: dict[str, Any], k: int) -> dict[str, Any]:
+    """The comparison at pass@k: pooled paired difference B - A, each arm's seed means, both bases."""
+    pa, pb = pooled(a, k), pooled(b, k)
+    diff = paired(pb, pa)
+    means = {
+        label: {name: statistics.fmean(per_problem(ev, k).values()) for name, ev in seed_evals(rec).items()}
+        for label, rec in (("A", a), ("B", b))
+    }
+    base = {
+        label: statistics.fmean(per_problem(rec["evals"]["base"], k).values())
+        for label, rec in (("A", a), ("B", b))
+    }
+    return {
+        "A": diff["base"],
+        "B": diff["trained"],
+        "diff": diff["diff"],
+        "ci95": diff["ci95"],
+        "parity": diff["ci95"][0] <= 0.0 <= diff["ci95"][1],
+        "problems_B_better": diff["better"],
+        "problems_B_worse": diff["worse"],
+        "seed_means": means | {"welch": welch(list(means["A"].values()), list(means["B"].values()))},
+        "base": base,
+        "per_problem": {p: {"A": round(pa[p], 4), "B": round(pb[p], 4)} for p in sorted(pa)},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("a", type=Path, help="the reference arm's learning record (e.g. sync, full fine-tuning)")
+    ap.add_argument("b", type=Path, help="the arm compared with it")
+    ap.add_argument("--k", default="1,8")
+    ap.add_argument("--name", default="learning-comparison")
+    record.add_out_argument(ap, "learning-comparison")
+    args = ap.parse_args()
+    head = record.header()
+    recs = {}
+    for label, path in (("A", args.a), ("B", args.b)):
+        try:
+            recs[label] = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            ap.error(f"{label} ({path}): {e}")
+    try:
+        check_comparable(recs["A"], recs["B"])
+    except ValueError as e:
+        ap.error(f"{args.a} and {args.b} cannot be compared: {e}")
+    ks = [int(k) for k in args.k.split(",")]
+    results = {f"pass@{k}": compare(recs["A"], recs["B"], k) for k in ks}
+    arms = {
+        label: {
+            "file": str(path),
+            **{key: recs[label].get(key) for key in ("command", "commit", "date")},
+            "overrides": recs[label]["params"].get("overrides"),
+            "gpus": [g.get("name") for g in recs[label].get("machine", {}).get("gpus") or []],
+        }
+        for label, path in (("A", args.a), ("B", args.b))
+    }
+    params = {key: recs["A"]["params"].get(key) for key in MUST_MATCH} | {"ks": ks}
+    record.write(
+        record.resolve_out(args.out, args.name), head | {"params": params, "arms": arms, "results": results}
+    )
+    for k in ks:
+        r = results[f"pass@{k}"]
+        verdict = "parity (the interval holds 0)" if r["parity"] else "different"
+        print(
+            f"pass@{k}: A {r['A']:.3f}, B {r['B']:.3f}, B - A {r['diff']:+.3f} "
+            f"[{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]: {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""bench/compare_learning.py: two learning records' pass@k compared problem by problem (pooled over each
+arm's seeds), the Welch interval of their seed means, and records that cannot be compared refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers.bench_scripts import REPO, load_bench_script
+
+compare_learning = load_bench_script("compare_learning")
+
+
+def learning_record(seeds: list[dict[str, int]], base: dict[str, int], n: int = 4) -> dict:
+    """A bench/learning.py record as far as the comparison reads it: accepted counts of n per problem."""
+    evals = {"base": {"n": n, "per_problem": base}}
+    evals |= {f"seed{i}": {"n": n, "per_problem": counts} for i, counts in enumerate(seeds)}
+    return {"params": {"split": "test", "n": n, "problems": len(base)}, "evals": evals}
+
+
+BASE = {"a": 0, "b": 0, "c": 1, "d": 0}
+
+
+def test_an_arm_against_itself_is_parity_with_no_difference():
+    rec = learning_record([{"a": 2, "b": 1, "c": 1, "d": 0}, {"a": 3, "b": 0, "c": 2, "d": 0}], BASE)
+    r = compare_learning.compare(rec, rec, 1)
+    assert r["diff"] == 0 and r["ci95"] == [0.0, 0.0] and r["parity"]
+    assert r["seed_means"]["welch"]["diff"] == 0
+
+
+def test_the_difference_is_pooled_over_seeds_per_problem():
+    a = learning_record([{"a": 0, "b": 0, "c": 1, "d": 0}] * 3, BASE)
+    # B: problem a at 4/4, 2/4 and 0/4 over its seeds (mean 0.5); b at 1/4 and c at 2/4 in every seed
+    b = learning_record(
+        [
+            {"a": 4, "b": 1, "c": 2, "d": 0},
+            {"a": 2, "b": 1, "c": 2, "d": 0},
+            {"a": 0, "b": 1, "c": 2, "d": 0},
+        ],
+        BASE,
+    )
+    r = compare_learning.compare(a, b, 1)
+    assert r["per_problem"]["a"] == {"A": 0.0, "B": 0.5} and r["per_problem"]["b"] == {"A": 0.0, "B": 0.25}
+    assert r["per_problem"]["c"] == {"A": 0.25, "B": 0.5} and r["per_problem"]["d"] == {"A": 0.0, "B": 0.0}
+    assert r["diff"] == pytest.approx((0.5 + 0.25 + 0.25) / 4)
+    assert (r["problems_B_better"], r["problems_B_worse"]) == (3, 0)
+    low, high = r["ci95"]
+    assert 0 < low <= r["diff"] <= high  # three of four problems up, none down: the interval excludes 0
+    assert not r["parity"]
+    # seeds of B: means 0.4375, 0.3125, 0.1875 against A's 0.0625 each
+    welch = r["seed_means"]["welch"]
+    assert welch["diff"] == pytest.approx(0.3125 - 0.0625)
+    assert welch["t_ci95"][0] < welch["diff"] < welch["t_ci95"][1]
+    assert welch["df"] == pytest.approx(2.0)  # A has no spread: B's seeds alone, n - 1 = 2
+
+
+def test_a_worse_arm_is_not_parity_either():
+    a = learning_record([{"a": 4, "b": 4, "c": 4, "d": 4}] * 3, BASE)
+    b = learning_record([{"a": 0, "b": 1, "c": 0, "d": 0}] * 3, BASE)
+    r = compare_learning.compare(a, b, 1)
+    assert r["diff"] == pytest.approx(-(1 + 0.75 + 1 + 1) / 4) and r["ci95"][1] < 0 and not r["parity"]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda r: r["params"].update(n=8), "params.n differs"),
+        (lambda r: r["params"].update(split="validation"), "params.split differs"),
+        (lambda r: r["evals"]["base"]["per_problem"].pop("d"), "only in A ['d']"),
+        (lambda r: [r["evals"].pop(s) for s in ("seed0", "seed1")], "B holds no trained seed"),
+    ],
+)
+def test_records_that_cannot_be_compared_are_refused_naming_why(change, named):
+    a = learning_record([{"a": 1, "b": 0, "c": 1, "d": 0}] * 2, BASE)
+    b = json.loads(json.dumps(a))
+    change(b)
+    with pytest.raises(ValueError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        compare_learning.check_comparable(a, b)
+
+
+def test_the_command_writes_a_record_and_says_parity_or_not(tmp_path):
+    a = learning_record([{"a": 0, "b": 0, "c": 1, "d": 0}] * 3, BASE)
+    b = learning_record([{"a": 1, "b": 0, "c": 1, "d": 0}, {"a": 0, "b": 0, "c": 1, "d": 0}] * 1, BASE)
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    out = tmp_path / "cmp.json"
+    cmd = [sys.executable, "bench/compare_learning.py", str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    done = subprocess.run([*cmd, "--k", "1", "--out", str(out)], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "pass@1: A 0.062, B 0.094, B - A +0.031" in done.stdout and "parity" in done.stdout
+    rec = json.loads(out.read_text())
+    assert rec["results"]["pass@1"]["parity"] and rec["params"] == {
+        "split": "test",
+        "n": 4,
+        "problems": 4,
+        "ks": [1],
+    }
+    assert rec["arms"]["B"]["file"] == str(tmp_path / "b.json") and "commit" in rec
+    b["params"]["n"] = 16
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 2 and "cannot be compared: params.n differs: 4 in A, 16 in B" in done.stderr
+    assert "Traceback" not in done.stderr
