@@ -4,11 +4,12 @@
     python bench/compare_learning.py A.json B.json [--k 1,8] [--name NAME] [--out PATH]
 
 A and B are bench/learning.py's records, on the same split, problems and samples per problem (refused
-otherwise, naming the field). Per problem, each arm's pass@k is averaged over its seeds, and the paired
-difference B - A over problems is bootstrapped: the interval of the claim, "parity" when it holds 0.
-`seed_means` gives each arm's per-seed means and a Welch t-interval of the difference of the seed means
-(3 seeds an arm: wide; it says how far one run of either arm can be trusted). Both arms' base-model
-evaluations are reported too: they measure the same model and should agree within sampling noise.
+otherwise, naming the field). Per problem, each arm's pass@k is averaged over its seeds. The interval of
+the claim (`ci95`; "parity" when it holds 0) bootstraps both sources of chance at once: the problems (paired
+across the arms) and, within each arm, its seeds; two arms that both trained vary from seed to seed, which
+an interval over the problems alone (`ci95_problems_only`, bench/learning.py's against an untrained base)
+would leave out. `seed_means` gives each arm's per-seed means and a Welch t-interval of their difference.
+Both arms' base-model evaluations are reported too: the same model, they should agree within sampling noise.
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import record  # noqa: E402
 from bench.learning import T_975, paired, per_problem  # noqa: E402
 
 MUST_MATCH = ("split", "n", "problems")
+RESAMPLES = 10_000
 
 
 def seed_evals(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -57,6 +61,25 @@ def pooled(rec: dict[str, Any], k: int) -> dict[str, float]:
     return {p: statistics.fmean(s[p] for s in by_seed) for p in by_seed[0]}
 
 
+def problems_and_seeds_ci(
+    a: list[dict[str, float]], b: list[dict[str, float]], resamples: int = RESAMPLES, seed: int = 0
+) -> list[float]:
+    """The 95% percentile interval of mean(B) - mean(A) when the problems (the same draw for both arms) and
+    each arm's seeds are resampled with replacement. `a` and `b`: one {problem: pass@k} per seed."""
+    names = sorted(a[0])
+    ra = np.array([[s[p] for p in names] for s in a])  # seeds x problems
+    rb = np.array([[s[p] for p in names] for s in b])
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(resamples)
+    for i in range(resamples):
+        cols = rng.integers(len(names), size=len(names))
+        rows_a = rng.integers(len(a), size=len(a))
+        rows_b = rng.integers(len(b), size=len(b))
+        diffs[i] = rb[np.ix_(rows_b, cols)].mean() - ra[np.ix_(rows_a, cols)].mean()
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
 def welch(a: list[float], b: list[float]) -> dict[str, Any]:
     """mean(b) - mean(a) with its Welch t-interval (None with fewer than 2 values an arm or no spread)."""
     diff = statistics.fmean(b) - statistics.fmean(a)
@@ -76,6 +99,10 @@ def compare(a: dict[str, Any], b: dict[str, Any], k: int) -> dict[str, Any]:
     """The comparison at pass@k: pooled paired difference B - A, each arm's seed means, both bases."""
     pa, pb = pooled(a, k), pooled(b, k)
     diff = paired(pb, pa)
+    ci = problems_and_seeds_ci(
+        [per_problem(ev, k) for ev in seed_evals(a).values()],
+        [per_problem(ev, k) for ev in seed_evals(b).values()],
+    )
     means = {
         label: {name: statistics.fmean(per_problem(ev, k).values()) for name, ev in seed_evals(rec).items()}
         for label, rec in (("A", a), ("B", b))
@@ -88,8 +115,9 @@ def compare(a: dict[str, Any], b: dict[str, Any], k: int) -> dict[str, Any]:
         "A": diff["base"],
         "B": diff["trained"],
         "diff": diff["diff"],
-        "ci95": diff["ci95"],
-        "parity": diff["ci95"][0] <= 0.0 <= diff["ci95"][1],
+        "ci95": ci,
+        "parity": ci[0] <= 0.0 <= ci[1],
+        "ci95_problems_only": diff["ci95"],
         "problems_B_better": diff["better"],
         "problems_B_worse": diff["worse"],
         "seed_means": means | {"welch": welch(list(means["A"].values()), list(means["B"].values()))},

@@ -27,8 +27,11 @@ BASE = {"a": 0, "b": 0, "c": 1, "d": 0}
 def test_an_arm_against_itself_is_parity_with_no_difference():
     rec = learning_record([{"a": 2, "b": 1, "c": 1, "d": 0}, {"a": 3, "b": 0, "c": 2, "d": 0}], BASE)
     r = compare_learning.compare(rec, rec, 1)
-    assert r["diff"] == 0 and r["ci95"] == [0.0, 0.0] and r["parity"]
-    assert r["seed_means"]["welch"]["diff"] == 0
+    assert r["diff"] == 0 and r["parity"] and r["seed_means"]["welch"]["diff"] == 0
+    assert r["ci95_problems_only"] == [0.0, 0.0]  # the same pooled rates on every problem
+    # the seeds differ, and each arm's are drawn on their own: the interval has width, centred on 0
+    low, high = r["ci95"]
+    assert low < 0 < high and low == pytest.approx(-high, abs=0.02)
 
 
 def test_the_difference_is_pooled_over_seeds_per_problem():
@@ -50,6 +53,9 @@ def test_the_difference_is_pooled_over_seeds_per_problem():
     low, high = r["ci95"]
     assert 0 < low <= r["diff"] <= high  # three of four problems up, none down: the interval excludes 0
     assert not r["parity"]
+    # B's seeds disagree on problem a: resampling them widens the interval beyond the problems' alone
+    only_low, only_high = r["ci95_problems_only"]
+    assert high - low > only_high - only_low
     # seeds of B: means 0.4375, 0.3125, 0.1875 against A's 0.0625 each
     welch = r["seed_means"]["welch"]
     assert welch["diff"] == pytest.approx(0.3125 - 0.0625)
