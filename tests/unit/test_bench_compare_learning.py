@@ -4,12 +4,11 @@ arm's seeds), the Welch interval of their seed means, and records that cannot be
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
-from helpers.bench_scripts import REPO, load_bench_script
+from helpers.bench_scripts import load_bench_script
 
 compare_learning = load_bench_script("compare_learning")
 
@@ -87,26 +86,28 @@ def test_records_that_cannot_be_compared_are_refused_naming_why(change, named):
         compare_learning.check_comparable(a, b)
 
 
-def test_the_command_writes_a_record_and_says_parity_or_not(tmp_path):
+def test_the_command_writes_a_record_and_says_parity_or_not(tmp_path, monkeypatch, capsys):
     a = learning_record([{"a": 0, "b": 0, "c": 1, "d": 0}] * 3, BASE)
-    b = learning_record([{"a": 1, "b": 0, "c": 1, "d": 0}, {"a": 0, "b": 0, "c": 1, "d": 0}] * 1, BASE)
+    b = learning_record([{"a": 1, "b": 0, "c": 1, "d": 0}, {"a": 0, "b": 0, "c": 1, "d": 0}], BASE)
     (tmp_path / "a.json").write_text(json.dumps(a))
     (tmp_path / "b.json").write_text(json.dumps(b))
     out = tmp_path / "cmp.json"
-    cmd = [sys.executable, "bench/compare_learning.py", str(tmp_path / "a.json"), str(tmp_path / "b.json")]
-    done = subprocess.run([*cmd, "--k", "1", "--out", str(out)], cwd=REPO, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert "pass@1: A 0.062, B 0.094, B - A +0.031" in done.stdout and "parity" in done.stdout
+    argv = ["bench/compare_learning.py", str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    monkeypatch.setattr(sys, "argv", [*argv, "--k", "1", "--out", str(out)])
+    compare_learning.main()
+    assert "pass@1: A 0.062, B 0.094, B - A +0.031" in capsys.readouterr().out
     rec = json.loads(out.read_text())
-    assert rec["results"]["pass@1"]["parity"] and rec["params"] == {
-        "split": "test",
-        "n": 4,
-        "problems": 4,
-        "ks": [1],
-    }
+    assert rec["results"]["pass@1"]["parity"]
+    assert rec["params"] == {"split": "test", "n": 4, "problems": 4, "ks": [1]}
     assert rec["arms"]["B"]["file"] == str(tmp_path / "b.json") and "commit" in rec
     b["params"]["n"] = 16
     (tmp_path / "b.json").write_text(json.dumps(b))
-    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    assert done.returncode == 2 and "cannot be compared: params.n differs: 4 in A, 16 in B" in done.stderr
-    assert "Traceback" not in done.stderr
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_:
+        compare_learning.main()
+    assert exit_.value.code == 2
+    assert "cannot be compared: params.n differs: 4 in A, 16 in B" in capsys.readouterr().err
+    (tmp_path / "b.json").write_text("{not json")
+    with pytest.raises(SystemExit):
+        compare_learning.main()
+    assert f"B ({tmp_path / 'b.json'}): Expecting property name" in capsys.readouterr().err
