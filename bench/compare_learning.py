@@ -3,13 +3,17 @@
 
     python bench/compare_learning.py A.json B.json [--k 1,8] [--name NAME] [--out PATH]
 
-A and B are bench/learning.py's records, on the same split, problems and samples per problem (refused
-otherwise, naming the field). Per problem, each arm's pass@k is averaged over its seeds. The interval of
-the claim (`ci95`; "parity" when it holds 0) bootstraps both sources of chance at once: the problems (paired
-across the arms) and, within each arm, its seeds; two arms that both trained vary from seed to seed, which
-an interval over the problems alone (`ci95_problems_only`, bench/learning.py's against an untrained base)
-would leave out. `seed_means` gives each arm's per-seed means and a Welch t-interval of their difference.
-Both arms' base-model evaluations are reported too: the same model, they should agree within sampling noise.
+A and B are bench/learning.py's records, evaluated alike: the same split, problems, samples per problem
+and sampling settings, in every evaluation (refused otherwise, naming the field and the evaluation). Per
+problem, each arm's pass@k is averaged over its seeds. The interval of the difference B - A (`ci95`;
+`holds_zero` when it does) bootstraps both sources of chance at once: the problems (paired across the arms)
+and, within each arm, its seeds; two arms that both trained vary from seed to seed, which an interval over
+the problems alone (`ci95_problems_only`, bench/learning.py's against an untrained base) would leave out.
+With 3 seeds an arm the seed part is crude (10 distinct draws; it sees ~2/3 of the seeds' variance), so
+`seed_means` gives each arm's per-seed means and a Welch t-interval of their difference (the problems held
+fixed) beside it: read both. An interval that holds 0 shows no difference, not equality: its lower end says
+how large a loss the runs cannot exclude. Both arms' base-model evaluations are reported too: the same
+model, they should agree within sampling noise.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import record  # noqa: E402
 from bench.learning import T_975, paired, per_problem  # noqa: E402
 
-MUST_MATCH = ("split", "n", "problems")
+MUST_MATCH = ("split", "n", "problems", "sampling")
 RESAMPLES = 10_000
 
 
@@ -38,21 +42,34 @@ def seed_evals(rec: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def check_comparable(a: dict[str, Any], b: dict[str, Any]) -> None:
-    """ValueError naming the first params field that differs, or the problems one record lacks."""
+    """ValueError naming what is not a learning record, the first params field that differs, or the
+    evaluation whose samples per problem or problems differ from A's base evaluation."""
+    for label, rec in (("A", a), ("B", b)):
+        if (
+            not isinstance(rec, dict)
+            or not isinstance(rec.get("params"), dict)
+            or "base" not in rec.get("evals", {})
+        ):
+            raise ValueError(f"{label} is not a bench/learning.py record (no params, or no evals.base)")
     for key in MUST_MATCH:
         if a["params"].get(key) != b["params"].get(key):
             raise ValueError(
                 f"params.{key} differs: {a['params'].get(key)!r} in A, {b['params'].get(key)!r} in B"
             )
-    names_a, names_b = set(a["evals"]["base"]["per_problem"]), set(b["evals"]["base"]["per_problem"])
-    if names_a != names_b:
-        raise ValueError(
-            f"the problems differ: only in A {sorted(names_a - names_b)}, "
-            f"only in B {sorted(names_b - names_a)}"
-        )
+    reference = a["evals"]["base"]
+    names = set(reference["per_problem"])
     for label, rec in (("A", a), ("B", b)):
         if not seed_evals(rec):
             raise ValueError(f"{label} holds no trained seed's evaluation (evals has only 'base')")
+        for name, ev in rec["evals"].items():
+            if ev.get("n") != reference["n"]:
+                raise ValueError(f"{label}'s evals.{name}.n is {ev.get('n')!r}, A's base {reference['n']!r}")
+            other = set(ev.get("per_problem", {}))
+            if other != names:
+                raise ValueError(
+                    f"{label}'s evals.{name} has other problems than A's base: only there "
+                    f"{sorted(other - names)}, missing {sorted(names - other)}"
+                )
 
 
 def pooled(rec: dict[str, Any], k: int) -> dict[str, float]:
@@ -90,7 +107,7 @@ def welch(a: list[float], b: list[float]) -> dict[str, Any]:
     if va + vb == 0:
         return out
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    t = T_975[max(1, min(9, math.floor(df)))]  # floor and cap at 9: the table's widest, never too narrow
+    t = T_975[max(1, min(9, math.floor(df)))]  # df floored, and above 9 t(9): never narrower than t(df)
     half = t * math.sqrt(va + vb)
     return out | {"t_ci95": [diff - half, diff + half], "df": df}
 
@@ -116,7 +133,7 @@ def compare(a: dict[str, Any], b: dict[str, Any], k: int) -> dict[str, Any]:
         "B": diff["trained"],
         "diff": diff["diff"],
         "ci95": ci,
-        "parity": ci[0] <= 0.0 <= ci[1],
+        "holds_zero": ci[0] <= 0.0 <= ci[1],
         "ci95_problems_only": diff["ci95"],
         "problems_B_better": diff["better"],
         "problems_B_worse": diff["worse"],
@@ -130,7 +147,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("a", type=Path, help="the reference arm's learning record (e.g. sync, full fine-tuning)")
     ap.add_argument("b", type=Path, help="the arm compared with it")
-    ap.add_argument("--k", default="1,8")
+    ap.add_argument("--k", default="1,8", help="the pass@k compared, each 1 <= k <= n")
     ap.add_argument("--name", default="learning-comparison")
     record.add_out_argument(ap, "learning-comparison")
     args = ap.parse_args()
@@ -145,7 +162,13 @@ def main() -> None:
         check_comparable(recs["A"], recs["B"])
     except ValueError as e:
         ap.error(f"{args.a} and {args.b} cannot be compared: {e}")
-    ks = [int(k) for k in args.k.split(",")]
+    n = recs["A"]["params"]["n"]
+    try:
+        ks = [int(k) for k in args.k.split(",")]
+    except ValueError:
+        ap.error(f"--k {args.k}: not a comma-separated list of integers")
+    if any(not 1 <= k <= n for k in ks):
+        ap.error(f"--k {args.k}: each k must be between 1 and the records' n ({n})")
     results = {f"pass@{k}": compare(recs["A"], recs["B"], k) for k in ks}
     arms = {
         label: {
@@ -162,7 +185,9 @@ def main() -> None:
     )
     for k in ks:
         r = results[f"pass@{k}"]
-        verdict = "parity (the interval holds 0)" if r["parity"] else "different"
+        verdict = (
+            "the interval holds 0: no difference shown" if r["holds_zero"] else "the interval excludes 0"
+        )
         print(
             f"pass@{k}: A {r['A']:.3f}, B {r['B']:.3f}, B - A {r['diff']:+.3f} "
             f"[{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}]: {verdict}"
