@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import record  # noqa: E402
-from bench.learning import T_975, paired, per_problem  # noqa: E402
+from bench.learning import paired, per_problem, t_975  # noqa: E402
 
 MUST_MATCH = ("split", "n", "problems", "sampling")
 RESAMPLES = 10_000
@@ -72,9 +72,8 @@ def check_comparable(a: dict[str, Any], b: dict[str, Any]) -> None:
                 )
 
 
-def pooled(rec: dict[str, Any], k: int) -> dict[str, float]:
-    """Each problem's pass@k averaged over the record's seeds."""
-    by_seed = [per_problem(ev, k) for ev in seed_evals(rec).values()]
+def pooled(by_seed: list[dict[str, float]]) -> dict[str, float]:
+    """Each problem's pass@k averaged over the seeds (one {problem: pass@k} per seed)."""
     return {p: statistics.fmean(s[p] for s in by_seed) for p in by_seed[0]}
 
 
@@ -107,22 +106,22 @@ def welch(a: list[float], b: list[float]) -> dict[str, Any]:
     if va + vb == 0:
         return out
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    t = T_975[max(1, min(9, math.floor(df)))]  # df floored, and above 9 t(9): never narrower than t(df)
-    half = t * math.sqrt(va + vb)
+    half = t_975(df) * math.sqrt(va + vb)
     return out | {"t_ci95": [diff - half, diff + half], "df": df}
 
 
 def compare(a: dict[str, Any], b: dict[str, Any], k: int) -> dict[str, Any]:
     """The comparison at pass@k: pooled paired difference B - A, each arm's seed means, both bases."""
-    pa, pb = pooled(a, k), pooled(b, k)
-    diff = paired(pb, pa)
-    ci = problems_and_seeds_ci(
-        [per_problem(ev, k) for ev in seed_evals(a).values()],
-        [per_problem(ev, k) for ev in seed_evals(b).values()],
-    )
-    means = {
-        label: {name: statistics.fmean(per_problem(ev, k).values()) for name, ev in seed_evals(rec).items()}
+    by_seed = {  # each arm's {seed: {problem: pass@k}}, computed once
+        label: {name: per_problem(ev, k) for name, ev in seed_evals(rec).items()}
         for label, rec in (("A", a), ("B", b))
+    }
+    pa, pb = pooled(list(by_seed["A"].values())), pooled(list(by_seed["B"].values()))
+    diff = paired(pb, pa)
+    ci = problems_and_seeds_ci(list(by_seed["A"].values()), list(by_seed["B"].values()))
+    means = {
+        label: {name: statistics.fmean(rates.values()) for name, rates in seeds.items()}
+        for label, seeds in by_seed.items()
     }
     base = {
         label: statistics.fmean(per_problem(rec["evals"]["base"], k).values())

@@ -40,9 +40,13 @@ from codefu.observability.passk import bootstrap_mean_ci, pass_at_k  # noqa: E40
 from codefu.orchestrator.config import RunConfig  # noqa: E402
 
 SPLIT_FILE = Path(__file__).resolve().parents[1] / "codefu" / "data" / "starter" / "split.json"
-# t's 97.5% quantile by degrees of freedom; above 9, t(9) (2.262 against 2.228 at 10 and 1.96 in the limit)
-# keeps an interval a little wide, never narrow
 T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def t_975(df: float) -> float:
+    """t's 97.5% quantile at `df` degrees of freedom, floored to a whole number; above 9, t(9) (2.262 against
+    2.228 at 10 and 1.96 in the limit) keeps an interval a little wide, never narrow."""
+    return T_975[max(1, min(9, math.floor(df)))]
 
 
 def train_command(config: str, run_dir: Path, seed: int, overrides: list[str]) -> list[str] | None:
@@ -233,7 +237,7 @@ def main() -> None:
         spread: dict[str, Any] = {"diff_mean": mean, "diff_sd": None, "t_ci95": None}  # one seed: no spread
         if len(seeds) > 1:
             sd = statistics.stdev(diffs)
-            half = T_975[min(len(seeds) - 1, 9)] * sd / math.sqrt(len(seeds))
+            half = t_975(len(seeds) - 1) * sd / math.sqrt(len(seeds))
             spread |= {"diff_sd": sd, "t_ci95": [mean - half, mean + half]}
         results["seed_spread"][f"pass@{k}"] = spread
         results["seed_spread"][f"pass@{k}"]["per_problem_pooled"] = {
