@@ -6,6 +6,7 @@ import threading
 import time
 
 import ray
+import torch
 
 from codefu.models.tiny import tiny_model, tiny_tokenizer
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams, TransformersEngine
@@ -40,6 +41,17 @@ def test_actor_generates_like_the_engine_in_process(local_ray):
     ray.kill(actor)
 
 
+def rare_eos(model):
+    """`model` whose samples run ~10x longer: its logits (std ~0.15 at random init) spread 10x, EOS's
+    fixed at 0, so EOS is sampled ~1/1,000 a step instead of ~1/128. A long tail of decode steps, so that
+    a call made during a generation comes back before it ends even on a loaded machine."""
+    model.config.max_position_embeddings = 4096
+    with torch.no_grad():
+        model.lm_head.weight.mul_(10.0)
+        model.lm_head.weight[model.config.eos_token_id] = 0.0
+    return model
+
+
 class Streamed(threading.Thread):
     """An actor's generate_stream read on a thread of its own: the batches, and when each came."""
 
@@ -66,19 +78,22 @@ def test_weights_in_flight_through_the_actor(local_ray):
     their oldest token's); the transformers engine cannot be interrupted: the call returns only after the
     generation, whose completions are all of the version it started with and untouched by the load."""
     new_state = tiny_model(seed=1).state_dict()
-    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=8192)
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=32768)
+    long_state = rare_eos(tiny_model(seed=1)).state_dict()
     hf_factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=2)
-    native_factory = functools.partial(NativeEngine.from_hf_model, tiny_model(seed=0), None, config)
+    native_factory = functools.partial(NativeEngine.from_hf_model, rare_eos(tiny_model(seed=0)), None, config)
     native, hf = make_rollout_actor(native_factory), make_rollout_actor(hf_factory)  # both start at once
     accepts = ray.get([native.accepts_weights_in_flight.remote(), hf.accepts_weights_in_flight.remote()])
     assert accepts == [True, False]
 
-    # long samples (EOS is ~1/128 a step): with this seed the first ends at 4 tokens, three run ~400
-    long = SamplingParams(n=16, temperature=1.0, max_new_tokens=400, seed=7)
+    # with this seed the first sample ends at 4 tokens and the rest run hundreds to thousands more (seconds
+    # on an idle machine, under the new weights too): the load, sent after the first, has that long to
+    # come back
+    long = SamplingParams(n=16, temperature=1.0, max_new_tokens=2000, seed=0)
     stream = Streamed(native, [[1, 40, 41, 42]], long)
     stream.start()
     assert stream.first.wait(60)
-    ray.get(native.load_weights_in_flight.remote(new_state, 1))
+    ray.get(native.load_weights_in_flight.remote(long_state, 1))
     loaded_at = time.monotonic()
     out = stream.completions()
     # it did not wait for the stream (timing: a failure says by how much, and where the batches came)
