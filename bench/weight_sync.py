@@ -86,7 +86,7 @@ def main() -> None:
         model=str(tmp / "trainer"), device="cuda", dtype="bfloat16", master_dtype=args.master_dtype, seed=0
     )
     if args.lora_rank:
-        from codefu.models.lora import LoRAConfig
+        from codefu.models.lora_config import LoRAConfig
 
         lora = LoRAConfig(rank=args.lora_rank, alpha=2.0 * args.lora_rank)
         tcfg = replace(tcfg, lora=lora)

@@ -8,19 +8,10 @@ there is NaN or inf.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 from torch import Tensor
 
-AggMode = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
-
-AGG_MODES: tuple[str, ...] = (
-    "token-mean",
-    "seq-mean-token-sum",
-    "seq-mean-token-mean",
-    "seq-mean-token-sum-norm",
-)
+from codefu.algo.choices import AGG_MODES
 
 
 def masked_mean(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:

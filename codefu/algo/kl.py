@@ -5,13 +5,9 @@ Formulas in docs/algo.md, "Algorithm conventions".
 
 from __future__ import annotations
 
-from typing import Literal
-
 from torch import Tensor
 
-KLKind = Literal["k1", "k2", "k3"]
-
-KL_KINDS: tuple[str, ...] = ("k1", "k2", "k3")
+from codefu.algo.choices import KL_KINDS
 
 #: Log-ratios are clamped to this before `exp` (as verl), so a ratio is finite in fp32.
 LOG_RATIO_CLAMP = 20.0

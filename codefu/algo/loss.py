@@ -14,14 +14,13 @@ import torch
 from torch import Tensor
 
 from codefu.algo.aggregation import aggregate_loss
+from codefu.algo.choices import POLICY_LOSSES
 from codefu.algo.kl import kl_penalty
 from codefu.algo.policy_losses import cispo_loss, gspo_loss, policy_loss
 from codefu.algo.rollout_correction import rollout_correction_weights
 
-#: The losses besides PPO's (which adds a dual clip), all called alike.
+#: The losses of POLICY_LOSSES besides PPO's (which adds a dual clip), all called alike.
 _OTHER_LOSSES = {"gspo": gspo_loss, "cispo": cispo_loss}
-#: The policy-gradient losses `trainer.policy_loss` chooses from (docs/algo.md).
-POLICY_LOSSES = ("ppo", *_OTHER_LOSSES)
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ class LossSettings:
     entropy_coef: float = 0.0
     norm_length: int | None = None  # Dr. GRPO's constant L; None: the padded batch length
     policy_loss: str = "ppo"  # one of POLICY_LOSSES
-    rollout_correction: str = "none"  # one of codefu.algo.rollout_correction.ROLLOUT_CORRECTIONS
+    rollout_correction: str = "none"  # one of codefu.algo.choices.ROLLOUT_CORRECTIONS
     rollout_correction_threshold: float = 2.0
 
     @property

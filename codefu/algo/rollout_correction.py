@@ -22,8 +22,8 @@ import math
 import torch
 from torch import Tensor
 
-#: the modes `rollout_correction_weights` takes; "none" means no correction
-ROLLOUT_CORRECTIONS = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+from codefu.algo.choices import ROLLOUT_CORRECTIONS
+
 #: |log rho| is clamped to this before exp (a sequence's summed log-ratio can reach thousands)
 _LOG_CLAMP = 30.0
 #: bucket edges of the logged ratio histogram (per token)

@@ -2,28 +2,21 @@
 other): the bundled default model, loading a causal LM (HF folder, GGUF, hub id), writing one as a plain HF
 folder, the dtype names, the flat weight buffers of weight sync, and tiny models for tests."""
 
-from codefu.models.bundled import BUNDLED_NAME, SMOLLM2_FILE, smollm2_gguf
-from codefu.models.export import write_hf_model
-from codefu.models.loading import (
-    DTYPE_BY_NAME,
-    load_model,
-    model_problem,
-    native_dtype_name,
-    resolve_dtype_name,
-    resolve_source,
-    warn_if_slow_on_cpu,
-)
+from codefu.lazy import lazy_exports
 
-__all__ = [
-    "BUNDLED_NAME",
-    "DTYPE_BY_NAME",
-    "SMOLLM2_FILE",
-    "load_model",
-    "model_problem",
-    "native_dtype_name",
-    "resolve_dtype_name",
-    "resolve_source",
-    "smollm2_gguf",
-    "warn_if_slow_on_cpu",
-    "write_hf_model",
-]
+#: each public name -> its module (loaded on first use: the package imports no torch until then)
+_EXPORTS = {
+    "BUNDLED_NAME": "bundled",
+    "DTYPE_BY_NAME": "loading",
+    "SMOLLM2_FILE": "bundled",
+    "load_model": "loading",
+    "model_problem": "sources",
+    "native_dtype_name": "loading",
+    "resolve_dtype_name": "loading",
+    "resolve_source": "sources",
+    "smollm2_gguf": "bundled",
+    "warn_if_slow_on_cpu": "loading",
+    "write_hf_model": "export",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

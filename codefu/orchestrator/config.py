@@ -14,10 +14,10 @@ from codefu.data.mixing import TrainSource, check_train
 from codefu.errors import CodefuError
 from codefu.judge.judge import JudgeConfig
 from codefu.judge.rewards import REWARDS
-from codefu.models.lora import DEFAULT_TARGET_MODULES, LoRAConfig
+from codefu.models.lora_config import DEFAULT_TARGET_MODULES, LoRAConfig
 from codefu.observability.config import ObservabilityConfig
 from codefu.orchestrator.layout import WEIGHT_TRANSFERS, ResourcesConfig
-from codefu.rollout.engine import ENGINES, EngineSettings
+from codefu.rollout.settings import ENGINES, EngineSettings
 from codefu.trainer.config import TrainerConfig
 
 

@@ -78,8 +78,7 @@ from codefu.judge.cli import add_python_checker_flag
 from codefu.judge.judge import Judge, JudgeConfig
 from codefu.judge.rewards import REWARDS, check_tested
 from codefu.judge.sandbox import SandboxConfig
-from codefu.models import DTYPE_BY_NAME, model_problem
-from codefu.models.loading import is_adapter_folder
+from codefu.models.sources import DTYPE_NAMES, is_adapter_folder, model_problem
 from codefu.observability.passk import (
     by_bucket,
     group_by_bucket,
@@ -121,7 +120,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--dtype",
         default="auto",
-        choices=["auto", *sorted(DTYPE_BY_NAME)],
+        choices=["auto", *sorted(DTYPE_NAMES)],
         help="auto: a run's model in its run's rollout dtype, else bfloat16 on CUDA or on a CPU with native "
         "bf16, float32 on one without",
     )
@@ -288,7 +287,7 @@ def run_rollout_dtype(model: str) -> tuple[str, Path] | None:
         dtype = yaml.safe_load(config.read_text())["rollout"]["dtype"]
     except (OSError, yaml.YAMLError, TypeError, KeyError):
         return None
-    return (dtype, config) if dtype in (*DTYPE_BY_NAME, "auto") else None
+    return (dtype, config) if dtype in (*DTYPE_NAMES, "auto") else None
 
 
 def choose_dtype(requested: str, device: str, run: tuple[str, Path] | None, native: str) -> tuple[str, str]:
@@ -383,8 +382,8 @@ def merged_adapter_model(flag: str, path: str, into: Path, dtype: str) -> Path:
     CodefuError naming `flag` when the base is not named or not found, or the adapters are of a kind
     codefu does not write (rsLoRA, DoRA, per-layer ranks)."""
     from codefu.models import load_model, write_hf_model
-    from codefu.models.loading import adapter_base_model, adapter_folder_problem
     from codefu.models.lora import load_peft_adapter, merge_adapters
+    from codefu.models.sources import adapter_base_model, adapter_folder_problem
 
     base = adapter_base_model(path)
     if base is None:

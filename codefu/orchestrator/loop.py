@@ -24,7 +24,7 @@ from codefu.algo.aggregation import masked_mean
 from codefu.algo.estimators import sequence_advantages
 from codefu.algo.kl import kl_penalty
 from codefu.algo.shaping import outcome_token_rewards, shaped_rewards
-from codefu.algo.value_loss import explained_variance
+from codefu.algo.value import explained_variance
 from codefu.data.difficulty import PassRateRecord
 from codefu.data.loader import MixedLoader, ProblemLoader, training_loader
 from codefu.errors import CodefuError

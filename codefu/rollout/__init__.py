@@ -9,24 +9,22 @@
 See docs/rollout.md for the log-prob convention.
 """
 
-from codefu.rollout.engine import EngineConfig, EngineSettings, RolloutEngine
-from codefu.rollout.hf_engine import TransformersEngine
-from codefu.rollout.metrics import logprob_mismatch
-from codefu.rollout.native import NativeEngine
-from codefu.rollout.prompts import default_messages, encode_prompt, is_prerendered
-from codefu.rollout.types import Completion, FinishReason, SamplingParams
+from codefu.lazy import lazy_exports
 
-__all__ = [
-    "Completion",
-    "EngineConfig",
-    "EngineSettings",
-    "FinishReason",
-    "NativeEngine",
-    "RolloutEngine",
-    "SamplingParams",
-    "TransformersEngine",
-    "default_messages",
-    "encode_prompt",
-    "is_prerendered",
-    "logprob_mismatch",
-]
+#: each public name -> its module (loaded on first use: the package imports no torch until then)
+_EXPORTS = {
+    "Completion": "types",
+    "EngineConfig": "engine",
+    "EngineSettings": "settings",
+    "FinishReason": "types",
+    "NativeEngine": "native",
+    "RolloutEngine": "engine",
+    "SamplingParams": "types",
+    "TransformersEngine": "hf_engine",
+    "default_messages": "prompts",
+    "encode_prompt": "prompts",
+    "is_prerendered": "prompts",
+    "logprob_mismatch": "metrics",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

@@ -32,10 +32,11 @@ from codefu.models.lora import AdapterWeights
 from codefu.models.weight_broadcast import GroupAddress, WeightBroadcast
 from codefu.models.weights import SharedWeights
 from codefu.rollout.choice import choose_engine
-from codefu.rollout.engine import ENGINES, EngineConfig, RolloutEngine
+from codefu.rollout.engine import EngineConfig, RolloutEngine
 from codefu.rollout.follow_ups import FollowUp, FollowUps, follow_ups_in_batches
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.rollout.native import NativeEngine
+from codefu.rollout.settings import ENGINES
 from codefu.rollout.types import Completion, SamplingParams
 from codefu.rollout.vllm_engine import VllmEngine, vllm_importable
 

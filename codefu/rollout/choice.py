@@ -3,7 +3,7 @@ serves the architecture, else vLLM where installed (and no top-p / top-k cut), e
 
 from __future__ import annotations
 
-from codefu.rollout.engine import EngineSettings
+from codefu.rollout.settings import EngineSettings
 
 
 def choose_engine(settings: EngineSettings, model: str, gguf_file: str | None = None) -> tuple[str, str]:

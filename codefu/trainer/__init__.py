@@ -1,15 +1,15 @@
 """The policy trainer: model loading, FSDP2 sharding, the PPO/GRPO update, checkpoints (docs/trainer.md)."""
 
-from codefu.trainer.batch import Batch, pack_micro_batches, split_across_ranks
-from codefu.trainer.config import TrainerConfig
-from codefu.trainer.distributed import init_distributed
-from codefu.trainer.worker import TrainerWorker
+from codefu.lazy import lazy_exports
 
-__all__ = [
-    "Batch",
-    "TrainerConfig",
-    "TrainerWorker",
-    "init_distributed",
-    "pack_micro_batches",
-    "split_across_ranks",
-]
+#: each public name -> its module (loaded on first use: the package imports no torch until then)
+_EXPORTS = {
+    "Batch": "batch",
+    "TrainerConfig": "config",
+    "TrainerWorker": "worker",
+    "init_distributed": "distributed",
+    "pack_micro_batches": "batch",
+    "split_across_ranks": "batch",
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+__all__ = list(_EXPORTS)

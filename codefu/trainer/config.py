@@ -6,11 +6,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codefu.algo.aggregation import AGG_MODES
-from codefu.algo.kl import KL_KINDS
-from codefu.algo.loss import POLICY_LOSSES
-from codefu.algo.rollout_correction import ROLLOUT_CORRECTIONS
-from codefu.models.lora import LoRAConfig
+from codefu.algo.choices import AGG_MODES, KL_KINDS, POLICY_LOSSES, ROLLOUT_CORRECTIONS
+from codefu.models.lora_config import LoRAConfig
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 SCHEDULES = ("constant", "cosine")

@@ -3,7 +3,7 @@
 Everything but the model and the loss is the policy trainer's (worker.py): the rank grid, the split into
 ranks, mini-batches and micro-batches, epochs, gradient clipping, AdamW and its schedule, checkpoints. The
 model is `ValueModel` (the decoder with a scalar head, no lm_head) and the loss PPO's clipped value loss
-(`codefu.algo.value_loss`), token-mean over the mini-batch's response tokens (verl's critic default).
+(`codefu.algo.value`), token-mean over the mini-batch's response tokens (verl's critic default).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from codefu.algo.loss import LossSettings
-from codefu.algo.value_loss import value_loss
+from codefu.algo.value import value_loss
 from codefu.trainer.batch import Batch
 from codefu.trainer.config import TrainerConfig
 from codefu.trainer.packing import PackedLayout

@@ -19,7 +19,8 @@ import pytest
 import torch
 from torch.distributed.tensor import DTensor
 
-from codefu.models.lora import LoRAConfig, is_adapter_key
+from codefu.models.lora import is_adapter_key
+from codefu.models.lora_config import LoRAConfig
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import Batch, TrainerConfig, TrainerWorker
 from codefu.trainer.testing import random_batch

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from codefu.models.lora import LoRAConfig
+from codefu.models.lora_config import LoRAConfig
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop

@@ -12,7 +12,7 @@ import pytest
 from safetensors.torch import load_file
 
 from codefu.errors import CodefuError
-from codefu.models.lora import LoRAConfig
+from codefu.models.lora_config import LoRAConfig
 from codefu.models.tiny import tiny_tokenizer
 from codefu.observability.sinks import JsonlSink, read_metrics
 from codefu.orchestrator import loop

@@ -767,3 +767,33 @@ def test_discounted_reverse_cumsum_matches_the_recurrence(c):
             nxt = x[:, t] + c * nxt
             ref[:, t] = nxt
         torch.testing.assert_close(discounted_reverse_cumsum(x, c), ref, atol=1e-9, rtol=1e-9)
+
+
+def test_every_name_a_config_may_choose_runs_in_the_loss():
+    """codefu.algo.choices (torch-free, what the config checks against) and the math agree: each policy
+    loss, aggregation, KL estimator and rollout correction named there runs, and a name not there fails."""
+    from codefu.algo.choices import AGG_MODES, KL_KINDS, POLICY_LOSSES, ROLLOUT_CORRECTIONS
+    from codefu.algo.loss import LossSettings, rl_loss
+
+    g = torch.Generator().manual_seed(0)
+    logprobs = -torch.rand(2, 5, generator=g)
+    old = logprobs + 0.1 * torch.randn(2, 5, generator=g)
+    mask = torch.ones(2, 5)
+    common = dict(
+        advantages=torch.tensor([1.0, -1.0]),
+        mask=mask,
+        row_tokens=torch.tensor([5, 5]),
+        normalizer=10.0,
+        ref_logprobs=old - 0.05,
+        rollout_logprobs=old + 0.02,
+        entropy=torch.rand(2, 5, generator=g),
+    )
+    choices = [("policy_loss", POLICY_LOSSES), ("loss_agg", AGG_MODES), ("kl_kind", KL_KINDS),
+               ("rollout_correction", ROLLOUT_CORRECTIONS)]  # fmt: skip
+    for key, names in choices:
+        for name in names:
+            settings = LossSettings(kl_coef=0.1, **{key: name})
+            loss, _ = rl_loss(logprobs, old, settings=settings, **common)
+            assert torch.isfinite(loss), (key, name)
+        with pytest.raises(ValueError, match="no_such"):
+            rl_loss(logprobs, old, settings=LossSettings(kl_coef=0.1, **{key: "no_such"}), **common)

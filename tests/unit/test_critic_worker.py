@@ -8,7 +8,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
-from codefu.algo.value_loss import value_loss
+from codefu.algo.value import value_loss
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig
 from codefu.trainer.critic import CriticWorker

@@ -13,7 +13,7 @@ from codefu.orchestrator.cli import config_summary, resolve_engine
 from codefu.orchestrator.config import RolloutConfig, RunConfig, TrainerConfig
 from codefu.rollout import vllm_engine
 from codefu.rollout.choice import choose_engine
-from codefu.rollout.engine import EngineSettings
+from codefu.rollout.settings import EngineSettings
 from helpers.native_models import tiny_hf
 
 

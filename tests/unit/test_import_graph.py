@@ -11,6 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "codefu"
 #: layer first. A part imports its own modules, the parts of lower layers, and a part of its own layer only
 #: where ALLOWED_PEERS says so; an import anywhere in a file counts (in a function, under TYPE_CHECKING).
 LAYERS: list[set[str]] = [
+    {"lazy"},  # how packages export: imports no part
     {"codefu", "errors", "types", "node_labels", "algo"},  # contracts, names and pure math: import no part
     {"config", "data", "models", "observability"},  # what the roles share: loading, problems, models, metrics
     {"judge", "rollout", "trainer"},  # the roles: a role imports shared parts, never another role
@@ -136,8 +137,8 @@ def test_layer_violations_name_file_and_line():
         ]
     )
     assert found == [
-        "codefu/judge/pool.py:24: codefu.judge (layer 2) imports up, to layer 3: codefu.launcher",
-        "codefu/judge/pool.py:25: codefu.judge (layer 2) imports sideways, to its peer in layer 2: codefu.rollout",
+        "codefu/judge/pool.py:24: codefu.judge (layer 3) imports up, to layer 4: codefu.launcher",
+        "codefu/judge/pool.py:25: codefu.judge (layer 3) imports sideways, to its peer in layer 3: codefu.rollout",
     ]
 
 

@@ -14,12 +14,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from codefu.models.lora import (
-    ADAPTER_CONFIG,
-    ADAPTER_WEIGHTS,
-    DEFAULT_TARGET_MODULES,
     AdapterMerger,
     AdapterWeights,
-    LoRAConfig,
     LoRALinear,
     adapter_layers,
     adapters_disabled,
@@ -31,6 +27,7 @@ from codefu.models.lora import (
     save_peft_adapter,
     split_adapters,
 )
+from codefu.models.lora_config import ADAPTER_CONFIG, ADAPTER_WEIGHTS, DEFAULT_TARGET_MODULES, LoRAConfig
 from codefu.models.tiny import tiny_model
 from codefu.rollout import EngineConfig, NativeEngine, SamplingParams
 from codefu.rollout.hf_engine import TransformersEngine

@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM
 
 from codefu.errors import CodefuError
 from codefu.models import model_problem
-from codefu.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoRAConfig
+from codefu.models.lora_config import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoRAConfig
 from codefu.models.tiny import save_tiny_model, tiny_tokenizer
 from codefu.orchestrator.eval_cli import merged_adapter_model
 from codefu.orchestrator.loop import FINAL_MODEL, resume_point

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from codefu.algo import LossSettings, policy_loss, rl_loss
-from codefu.algo.rollout_correction import ROLLOUT_CORRECTIONS, rollout_correction_weights
+from codefu.algo.choices import ROLLOUT_CORRECTIONS
+from codefu.algo.rollout_correction import rollout_correction_weights
 from codefu.models.tiny import save_tiny_model
 from codefu.trainer import TrainerConfig, TrainerWorker
 from codefu.trainer.testing import random_batch

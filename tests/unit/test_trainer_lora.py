@@ -17,7 +17,8 @@ from safetensors.torch import load_file
 from torch.distributed.tensor import DTensor
 from transformers import AutoModelForCausalLM
 
-from codefu.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoRAConfig, is_adapter_key
+from codefu.models.lora import is_adapter_key
+from codefu.models.lora_config import ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoRAConfig
 from codefu.models.tiny import save_tiny_model
 from codefu.rollout.hf_engine import TransformersEngine
 from codefu.trainer import TrainerConfig, TrainerWorker
