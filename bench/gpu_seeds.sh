@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Learning results over 3 seeds on one GPU machine (issues #42, #44, #45): bench/learning.py for the CPU
-# default's recipe (configs/cpu.yaml) with its roles on the GPU, in one or more arms run side by side, each
-# evaluated with the base model on the starter set's test split:
-#   full          the recipe as it is (sync, colocated, full fine-tuning): #42's result
+# Learning results over seeds on one GPU machine (issues #42, #44, #45): bench/learning.py in one or more
+# arms run side by side, each evaluated with the base model on a split of the starter set. Arms (each runs
+# its seeds at once; the evaluations run together once an arm's seeds have trained):
+#   full          configs/cpu.yaml's recipe (30 steps x 32 samples; sync, colocated, full fine-tuning): #42
 #   one_step_off  the same, sampled one step ahead on the same card (split placement): #44's parity
-#   lora          adapters of rank 32 at 10x the learning rate: #45's parity
-# Each arm runs its 3 seeds at once (~10 minutes for the three on an H100 in 2026-12-07's session); the
-# evaluations run together once the arm's seeds have trained. The bundled model's GGUF (98 MB) comes in two
-# halves in later calls: the runs wait until GGUF exists. One device call may last 10 minutes, so the runs
-# start detached and later calls watch them.
+#   lora          adapters of rank 32 at 10x the learning rate (2e-4): #45's parity
+#   lora_lr1e-4, lora_lr5e-4, lora_alpha64, lora_rank64
+#                 LoRA's candidates for tuning (read them with SPLIT=validation, never on test)
+#   gpu200        configs/gpu-smollm2.yaml: 200 steps of 32 x 16 samples, the native engine (#42's GPU goal;
+#                 about 16 minutes alone on an H200 on 2026-12-01): one seed per start (SEEDS=0, K=1,16)
+# ~10 minutes for three seeds of the CPU recipe on an H100 (2026-12-07: six runs at once, 10-12 minutes).
+# The bundled model's GGUF (98 MB) comes in two halves in later calls: the runs wait until GGUF exists.
+# One device call may last 10 minutes, so the runs start detached and later calls watch them.
 #
-#   bench/gpu_seeds.sh start ROOT GGUF "ARMS"  # returns at once; e.g. "full one_step_off"
+#   [SEEDS=0,1,2] [SPLIT=test] [K=1,8] bench/gpu_seeds.sh start ROOT GGUF "ARMS"  # returns at once
 #   bench/gpu_seeds.sh watch ROOT SECONDS [OUT] # wait up to SECONDS, copying records and per-seed files to
 #                                               # OUT every 30 s (a call cut off keeps the last copy)
 #
@@ -27,20 +30,38 @@ start)
   arms=${4:-full}
   mkdir -p "$root"
   rm -f "$root/rc" "$root"/*.rc  # a finished earlier start's
+  seeds=${SEEDS:-0,1,2}
+  split=${SPLIT:-test}
+  k=${K:-1,8}
+  lora32="resources.gpus_per_rank=1 trainer.lora.rank=32"
   declare -A OVERRIDES=(
     [full]="resources.gpus_per_rank=1"
     [one_step_off]="loop.mode=one_step_off resources.colocate=false resources.gpus_per_rank=0.5 \
       resources.gpus_per_rollout_worker=0.5"
-    [lora]="resources.gpus_per_rank=1 trainer.lora.rank=32 trainer.lr=2e-4"
+    [lora]="$lora32 trainer.lr=2e-4"
+    [lora_lr1e-4]="$lora32 trainer.lr=1e-4"
+    [lora_lr5e-4]="$lora32 trainer.lr=5e-4"
+    [lora_alpha64]="$lora32 trainer.lr=2e-4 trainer.lora.alpha=64"
+    [lora_rank64]="resources.gpus_per_rank=1 trainer.lora.rank=64 trainer.lr=2e-4"
+    [gpu200]=""
   )
+  n_seeds=$(echo "$seeds" | tr ',' ' ' | wc -w)
   r=$(printf %q "$root")
   g=$(printf %q "$gguf")
   jobs=""
   for arm in $arms; do
-    [ -n "${OVERRIDES[$arm]+x}" ] || { echo "unknown arm: $arm (full, one_step_off, lora)" >&2; exit 2; }
-    jobs+="(python3 bench/learning.py --config configs/cpu.yaml --seeds 0,1,2 --parallel 3 --device cuda \
-      --sandbox none --eval-batch-size 256 --runs $r/$arm --out $r/$arm.json -- trainer.model=$g \
-      rollout.device=cuda judge.sandbox.kind=none ${OVERRIDES[$arm]} >$r/$arm.log 2>&1; echo \$? >$r/$arm.rc) & "
+    [ -n "${OVERRIDES[$arm]+x}" ] || { echo "unknown arm: $arm (${!OVERRIDES[*]})" >&2; exit 2; }
+    config=configs/cpu.yaml
+    if [ "$arm" = gpu200 ]; then
+      config=configs/gpu-smollm2.yaml
+      # its native engine takes rollout.gpu_memory_fraction of the card less what others hold when it
+      # starts: engines started together on one card would leave each other nothing
+      [ "$n_seeds" = 1 ] || { echo "gpu200 runs one seed at a time (SEEDS=0): got $seeds" >&2; exit 2; }
+    fi
+    jobs+="(python3 bench/learning.py --config $config --seeds $seeds --parallel $n_seeds \
+      --split $split --k $k --device cuda --sandbox none --eval-batch-size 256 --runs $r/$arm \
+      --out $r/$arm.json -- trainer.model=$g rollout.device=cuda judge.sandbox.kind=none ${OVERRIDES[$arm]} \
+      >$r/$arm.log 2>&1; echo \$? >$r/$arm.rc) & "
   done
   setsid nohup bash -c "while [ ! -e $g ]; do sleep 2; done; $jobs wait; touch $r/rc" \
     >"$root/log" 2>&1 </dev/null &
@@ -55,12 +76,13 @@ watch)
       arm=$(basename "$log" .log)
       mkdir -p "$out/$arm"
       cp "$log" "$out/$arm/"
-      for f in "$root/$arm.json" "$root/$arm.rc" "$root/$arm/base-test-eval.json"; do
+      for f in "$root/$arm.json" "$root/$arm.rc" "$root/$arm"/base-*-eval.json; do
         if [ -e "$f" ]; then cp "$f" "$out/$arm/"; fi
       done
-      for seed in 0 1 2; do
-        for f in metrics.jsonl test-eval.json; do
-          if [ -e "$root/$arm/seed$seed/$f" ]; then cp "$root/$arm/seed$seed/$f" "$out/$arm/seed$seed.$f"; fi
+      for d in "$root/$arm"/seed*/; do
+        [ -d "$d" ] || continue
+        for f in "$d"metrics.jsonl "$d"*-eval.json; do
+          if [ -e "$f" ]; then cp "$f" "$out/$arm/$(basename "$d").$(basename "$f")"; fi
         done
       done
     done
@@ -78,9 +100,8 @@ watch)
     status=running
     if [ -e "$root/$arm.rc" ]; then status="exit $(cat "$root/$arm.rc")"; fi
     echo "== $arm ($status): $(tail -n 2 "$log" | tr '\n' ' ')"
-    for seed in 0 1 2; do
-      d=$root/$arm/seed$seed
-      if [ -e "$d/metrics.jsonl" ]; then echo "   seed $seed: $(wc -l <"$d/metrics.jsonl") steps"; fi
+    for d in "$root/$arm"/seed*/; do
+      if [ -e "$d/metrics.jsonl" ]; then echo "   $(basename "$d"): $(wc -l <"$d/metrics.jsonl") steps"; fi
     done
   done
   if [ -e "$root/rc" ]; then echo "done"; else echo "running"; fi
