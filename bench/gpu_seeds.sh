@@ -46,22 +46,24 @@ start)
     [gpu200]=""
   )
   n_seeds=$(echo "$seeds" | tr ',' ' ' | wc -w)
+  # its native engine takes rollout.gpu_memory_fraction of the card less what others hold when it starts:
+  # engines started together on one card (other seeds, other arms) would leave each other nothing
+  if [[ " $arms " == *" gpu200 "* ]] && { [ "$n_seeds" != 1 ] || [ "$arms" != gpu200 ]; }; then
+    echo "gpu200 runs alone, one seed per start (SEEDS=0 ... \"gpu200\"): got SEEDS=$seeds, arms $arms" >&2
+    exit 2
+  fi
   r=$(printf %q "$root")
   g=$(printf %q "$gguf")
   jobs=""
   for arm in $arms; do
     [ -n "${OVERRIDES[$arm]+x}" ] || { echo "unknown arm: $arm (${!OVERRIDES[*]})" >&2; exit 2; }
     config=configs/cpu.yaml
-    if [ "$arm" = gpu200 ]; then
-      config=configs/gpu-smollm2.yaml
-      # its native engine takes rollout.gpu_memory_fraction of the card less what others hold when it
-      # starts: engines started together on one card would leave each other nothing
-      [ "$n_seeds" = 1 ] || { echo "gpu200 runs one seed at a time (SEEDS=0): got $seeds" >&2; exit 2; }
-    fi
-    jobs+="(python3 bench/learning.py --config $config --seeds $seeds --parallel $n_seeds \
-      --split $split --k $k --device cuda --sandbox none --eval-batch-size 256 --runs $r/$arm \
-      --out $r/$arm.json -- trainer.model=$g rollout.device=cuda judge.sandbox.kind=none ${OVERRIDES[$arm]} \
-      >$r/$arm.log 2>&1; echo \$? >$r/$arm.rc) & "
+    if [ "$arm" = gpu200 ]; then config=configs/gpu-smollm2.yaml; fi
+    rm -f "$root/$arm-$split.json"  # an earlier start's record of this arm and split
+    q=$(printf '%q ' --config "$config" --seeds "$seeds" --parallel "$n_seeds" --split "$split" --k "$k")
+    jobs+="(python3 bench/learning.py $q --device cuda --sandbox none --eval-batch-size 256 --runs $r/$arm \
+      --out $r/$arm-$split.json -- trainer.model=$g rollout.device=cuda judge.sandbox.kind=none \
+      ${OVERRIDES[$arm]} >$r/$arm.log 2>&1; echo \$? >$r/$arm.rc) & "
   done
   setsid nohup bash -c "while [ ! -e $g ]; do sleep 2; done; $jobs wait; touch $r/rc" \
     >"$root/log" 2>&1 </dev/null &
@@ -76,7 +78,7 @@ watch)
       arm=$(basename "$log" .log)
       mkdir -p "$out/$arm"
       cp "$log" "$out/$arm/"
-      for f in "$root/$arm.json" "$root/$arm.rc" "$root/$arm"/base-*-eval.json; do
+      for f in "$root/$arm"-*.json "$root/$arm.rc" "$root/$arm"/base-*-eval.json "$root/$arm"/seed*.out; do
         if [ -e "$f" ]; then cp "$f" "$out/$arm/"; fi
       done
       for d in "$root/$arm"/seed*/; do

@@ -1,6 +1,7 @@
 """The names a run config chooses among for the learning math: the loss aggregation, the KL estimator,
 the policy loss and the rollout correction. Torch-free, so that a config loads and is checked without
-torch; the modules that implement each check that they implement exactly these (tests/unit)."""
+torch; the modules that implement them refuse any other name, and tests/unit/test_algo_variants.py runs
+every name here through the loss."""
 
 from __future__ import annotations
 

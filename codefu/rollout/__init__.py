@@ -17,7 +17,7 @@ _EXPORTS = {
     "EngineConfig": "engine",
     "EngineSettings": "settings",
     "FinishReason": "types",
-    "NativeEngine": "native",
+    "NativeEngine": "native.engine",
     "RolloutEngine": "engine",
     "SamplingParams": "types",
     "TransformersEngine": "hf_engine",

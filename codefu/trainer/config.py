@@ -8,8 +8,9 @@ from pathlib import Path
 
 from codefu.algo.choices import AGG_MODES, KL_KINDS, POLICY_LOSSES, ROLLOUT_CORRECTIONS
 from codefu.models.lora_config import LoRAConfig
+from codefu.models.sources import DTYPE_NAMES
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+DTYPES = ("auto", *DTYPE_NAMES)
 SCHEDULES = ("constant", "cosine")
 PACKINGS = ("padded", "shared_prefix")
 
@@ -115,7 +116,7 @@ class TrainerConfig:
 
     # --- the loss ------------------------------------------------------------------------------------
     loss_agg: str = "token-mean"
-    """One of codefu.algo.aggregation.AGG_MODES; the denominator is always the whole mini-batch's (all
+    """One of codefu.algo.choices.AGG_MODES; the denominator is always the whole mini-batch's (all
     micro-batches, all ranks)."""
     norm_length: int = 0
     """The constant length L of "seq-mean-token-sum-norm" (Dr. GRPO); 0 = the batch's padded length."""

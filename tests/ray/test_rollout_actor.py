@@ -42,9 +42,11 @@ def test_actor_generates_like_the_engine_in_process(local_ray):
 
 
 def rare_eos(model):
-    """`model` whose samples run ~10x longer: its logits (std ~0.15 at random init) spread 10x, EOS's
-    fixed at 0, so EOS is sampled ~1/1,000 a step instead of ~1/128. A long tail of decode steps, so that
-    a call made during a generation comes back before it ends even on a loaded machine."""
+    """`model` whose samples run ~3.5x longer: its logits (std ~0.15 at random init) spread 10x, EOS's
+    fixed at 0, so EOS is sampled ~1/430 a step instead of ~1/128 (measured on random contexts). A long
+    tail of decode steps, so that a call made during a generation comes back before it ends even on a
+    loaded machine. Positions up to 4,096: the native engine caps a sequence at the model's
+    max_position_embeddings (512 would end every sample at ~508 tokens)."""
     model.config.max_position_embeddings = 4096
     with torch.no_grad():
         model.lm_head.weight.mul_(10.0)
@@ -67,7 +69,7 @@ class Streamed(threading.Thread):
             self.first.set()
 
     def completions(self) -> list:
-        self.join(60)
+        self.join(180)  # a long stream on a loaded 2-core machine
         assert not self.is_alive()
         return [c for _, batch in self.batches for c in batch]
 
@@ -78,6 +80,7 @@ def test_weights_in_flight_through_the_actor(local_ray):
     their oldest token's); the transformers engine cannot be interrupted: the call returns only after the
     generation, whose completions are all of the version it started with and untouched by the load."""
     new_state = tiny_model(seed=1).state_dict()
+    # 16 samples of up to 4 + 2,000 tokens: 2,016 of the cache's 2,048 blocks, none preempted
     config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=32768)
     long_state = rare_eos(tiny_model(seed=1)).state_dict()
     hf_factory = functools.partial(TransformersEngine, tiny_model(seed=0), tiny_tokenizer(), batch_size=2)

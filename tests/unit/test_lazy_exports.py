@@ -2,10 +2,13 @@
 re-export torch code load it on first use: codefu.lazy); each lazily exported name is the one its module
 defines."""
 
+import ast
 import importlib
+import inspect
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,12 +35,30 @@ print(sorted(m for m in ("torch", "transformers", "safetensors", "ray") if m in 
     assert out.stdout.strip() == "[]", out.stdout
 
 
+def assigned_at_top_level(module) -> set[str]:
+    """Names a module's source binds itself (assignments, defs, classes), not those it imports."""
+    tree = ast.parse(Path(inspect.getfile(module)).read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
 def test_every_lazy_export_is_its_modules(package):
+    """Each name comes from the module that defines it (its one owner), not one that imports it."""
     pkg = importlib.import_module(package)
     for name, module in pkg._EXPORTS.items():
         defining = importlib.import_module(f"{package}.{module}")
         assert getattr(pkg, name) is getattr(defining, name), f"{package}.{name}"
+        assert name in assigned_at_top_level(defining), (
+            f"{package}.{name} is not defined in {defining.__name__}"
+        )
     assert sorted(pkg.__all__) == sorted(pkg._EXPORTS)
     # a submodule of an export's name would shadow it once imported (the import system sets the package's
     # attribute to the module): `from package import name` would then give the module
