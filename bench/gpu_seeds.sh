@@ -5,10 +5,12 @@
 #   full          configs/cpu.yaml's recipe (30 steps x 32 samples; sync, colocated, full fine-tuning): #42
 #   one_step_off  the same, sampled one step ahead on the same card (split placement): #44's parity
 #   lora          adapters of rank 32 at 10x the learning rate (2e-4): #45's parity
-#   lora_lr1e-4, lora_lr5e-4, lora_alpha64, lora_rank64
+#   lora_lr1e-4, lora_lr5e-4, lora_alpha64, lora_rank64 (alpha 64 too: the same scaling)
 #                 LoRA's candidates for tuning (read them with SPLIT=validation, never on test)
-#   gpu200        configs/gpu-smollm2.yaml: 200 steps of 32 x 16 samples, the native engine (#42's GPU goal;
-#                 about 16 minutes alone on an H200 on 2026-12-01): one seed per start (SEEDS=0, K=1,16)
+#   gpu200        configs/gpu-smollm2.yaml's 200 steps at 32 prompts x 8 samples, a checkpoint every 100, the
+#                 native engine: the setup of the 2026-12-01 run, 4.0 s a step, 200 steps in 15.7 minutes on
+#                 an H200 (x 16 samples took 8-11 s a step: it does not fit a session). #42's GPU goal; the
+#                 only arm and seed of its start (SEEDS=0 K=1,16)
 # ~10 minutes for three seeds of the CPU recipe on an H100 (2026-12-07: six runs at once, 10-12 minutes).
 # The bundled model's GGUF (98 MB) comes in two halves in later calls: the runs wait until GGUF exists.
 # One device call may last 10 minutes, so the runs start detached and later calls watch them.
@@ -42,8 +44,8 @@ start)
     [lora_lr1e-4]="$lora32 trainer.lr=1e-4"
     [lora_lr5e-4]="$lora32 trainer.lr=5e-4"
     [lora_alpha64]="$lora32 trainer.lr=2e-4 trainer.lora.alpha=64"
-    [lora_rank64]="resources.gpus_per_rank=1 trainer.lora.rank=64 trainer.lr=2e-4"
-    [gpu200]=""
+    [lora_rank64]="resources.gpus_per_rank=1 trainer.lora.rank=64 trainer.lora.alpha=64 trainer.lr=2e-4"
+    [gpu200]="rollout.n=8 loop.save_every=100"
   )
   n_seeds=$(echo "$seeds" | tr ',' ' ' | wc -w)
   # its native engine takes rollout.gpu_memory_fraction of the card less what others hold when it starts:

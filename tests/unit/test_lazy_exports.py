@@ -19,14 +19,15 @@ LAZY_PACKAGES = ["codefu.algo", "codefu.models", "codefu.rollout", "codefu.train
 
 def test_the_cli_and_a_config_check_import_no_torch(tmp_path):
     config = tmp_path / "run.yaml"
-    config.write_text("trainer:\n  lr: 2.0e-5\n  lora:\n    rank: 8\nrollout:\n  engine: native\n")
+    config.write_text("trainer:\n  model: smollm2\n  lora:\n    rank: 8\nrollout:\n  engine: native\n")
     code = f"""
 import sys
 from codefu.cli import build_parser
 from codefu.config import load_config
+from codefu.orchestrator.cli import check_config
 from codefu.orchestrator.config import RunConfig
 build_parser().parse_args(["train", "--config", {str(config)!r}])
-cfg = load_config(RunConfig, {str(config)!r}, ["trainer.kl_kind=k3", "trainer.policy_loss=gspo"])
+cfg = load_config(RunConfig, {str(config)!r}, ["trainer.kl_kind=k3", "trainer.policy_loss=gspo"], check=check_config)
 assert cfg.trainer.lora.rank == 8 and cfg.rollout.engine == "native", cfg
 print(sorted(m for m in ("torch", "transformers", "safetensors", "ray") if m in sys.modules))
 """
