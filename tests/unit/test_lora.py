@@ -411,6 +411,35 @@ def test_native_engine_applies_adapters_unmerged_without_drift(kind):
     assert err_full < 1e-4
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_native_sync_of_the_same_layout_refills_what_a_fresh_load_builds(dtype):
+    """A sync whose modules and ranks are those held copies into the held tensors instead of building
+    them (`_refill_adapters`): bitwise what an engine loading those adapters afresh holds, in either
+    dtype; a shape that does not fit takes the full path, which names the module, and copies nothing."""
+    hf = tiny_hf("qwen2")
+    shapes = adapted_shapes(
+        hf.state_dict(), targets=("q_proj", "k_proj", "gate_proj", "up_proj", "down_proj")
+    )
+    config = EngineConfig(model="(in memory)", engine="native", kv_cache_tokens=1024, dtype=dtype)
+    synced, fresh = (NativeEngine.from_hf_model(tiny_hf("qwen2"), None, config) for _ in range(2))
+    first, second = (random_adapters(shapes, rank=4, scaling=3.0, seed=s) for s in (0, 1))
+    synced.load_weights(first)
+    held = [(a.data_ptr(), b.data_ptr()) for a, b in adapter_tensors(synced)]
+    synced.load_weights(second)  # refilled
+    fresh.load_weights(second)  # built
+    assert [(a.data_ptr(), b.data_ptr()) for a, b in adapter_tensors(synced)] == held
+    for (a, b), (a0, b0) in zip(adapter_tensors(synced), adapter_tensors(fresh), strict=True):
+        assert torch.equal(a, a0) and torch.equal(b, b0)
+    assert any(b.count_nonzero() < b.numel() for _, b in adapter_tensors(synced))  # off-diagonal zeros
+
+    bad = dict(second.tensors)
+    bad["model.layers.1.mlp.down_proj.lora_B"] = torch.zeros(9, 4)
+    with pytest.raises(ValueError, match=r"the adapter of model.layers.1.mlp.down_proj is \(9 x"):
+        synced.load_weights(AdapterWeights(bad, 3.0))
+    for (a, b), (a0, b0) in zip(adapter_tensors(synced), adapter_tensors(fresh), strict=True):
+        assert torch.equal(a, a0) and torch.equal(b, b0)  # untouched
+
+
 def test_native_engine_adapter_errors_name_the_module():
     hf = tiny_hf("llama")
     engine = native_engine(hf)
