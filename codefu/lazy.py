@@ -8,9 +8,10 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` for `package`: `exports` maps each public name to the submodule defining it
-    (relative: "export" for package.export); `from package import name` imports that submodule then."""
+def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str], Any], list[str]]:
+    """A module `__getattr__` and `__all__` for `package`: `exports` maps each public name to the submodule
+    defining it (relative: "export" for package.export); `from package import name` imports that submodule
+    then."""
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
@@ -18,4 +19,4 @@ def lazy_exports(package: str, exports: dict[str, str]) -> Callable[[str], Any]:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         return getattr(importlib.import_module(f"{package}.{module}"), name)
 
-    return __getattr__
+    return __getattr__, list(exports)

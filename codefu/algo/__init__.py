@@ -32,5 +32,4 @@ _EXPORTS = {
     "token_logprobs_from_logits": "logprobs",
     "value_loss": "value",
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

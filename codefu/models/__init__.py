@@ -18,5 +18,4 @@ _EXPORTS = {
     "warn_if_slow_on_cpu": "loading",
     "write_hf_model": "export",
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

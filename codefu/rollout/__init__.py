@@ -26,5 +26,4 @@ _EXPORTS = {
     "is_prerendered": "prompts",
     "logprob_mismatch": "metrics",
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -11,5 +11,4 @@ _EXPORTS = {
     "pack_micro_batches": "batch",
     "split_across_ranks": "batch",
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-__all__ = list(_EXPORTS)
+__getattr__, __all__ = lazy_exports(__name__, _EXPORTS)

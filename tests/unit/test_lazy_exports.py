@@ -70,7 +70,7 @@ def test_every_lazy_export_is_its_modules(package):
 
 
 def test_a_wrong_lazy_export_is_an_attribute_error_naming_it():
-    getattr_ = lazy_exports("codefu.models", {"nothing_here": "sources"})
+    getattr_, _ = lazy_exports("codefu.models", {"nothing_here": "sources"})
     with pytest.raises(AttributeError, match="nothing_here"):
         getattr_("nothing_here")
     with pytest.raises(AttributeError, match="module 'codefu.models' has no attribute 'other'"):

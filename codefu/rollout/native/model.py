@@ -592,22 +592,21 @@ class NativeCausalLM(nn.Module):
         """The adapters of the modules and ranks held now, copied into the tensors the projections hold
         (each A into its rows of lora_a, each B into its block of lora_b, then each lora_b scaled): the
         same tensors `load_adapters` builds, without building them (a sync's fixed cost: ~400 tensors at
-        7B). False, nothing copied, where a shape does not fit (the full path then says which)."""
+        7B). False, nothing copied, where a shape does not fit (the full path then says which). The held
+        tensors have this layout: `_adapter_modules` is set only with them, and cleared when they change."""
         pieces = []
-        cols: dict[int, int] = {}
+        cols: dict[AdaptableLinear, int] = {}  # each projection's next column of lora_a / lora_b
         for m, rank in self._adapter_modules:
             linear, lo, hi = slots[m]
             a, b = adapters.tensors[m + ".lora_A"], adapters.tensors[m + ".lora_B"]
-            col = cols.get(id(linear), 0)
-            cols[id(linear)] = col + rank
-            if linear.lora_a is None or linear.lora_b is None or a.shape[1] != linear.in_features:
+            if a.shape[1] != linear.in_features or b.shape != (hi - lo, rank):
                 return False
-            if b.shape != (hi - lo, rank) or linear.lora_a.shape[0] < col + rank:
-                return False
+            col = cols.setdefault(linear, 0)
+            cols[linear] = col + rank
             pieces += [(linear.lora_a[col : col + rank], a), (linear.lora_b[lo:hi, col : col + rank], b)]
         for dst, src in pieces:
             dst.copy_(src)
-        for linear in {id(slots[m][0]): slots[m][0] for m, _ in self._adapter_modules}.values():
+        for linear in cols:
             linear.lora_b.mul_(adapters.scaling)  # its blocks off the diagonal are 0 and stay so
         return True
 
